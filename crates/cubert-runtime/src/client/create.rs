@@ -1,0 +1,306 @@
+//! Creating device memory: uploads (`create*`), empty allocations (`empty*`) and pinned
+//! staging.
+//!
+//! Handles are minted on the caller's thread by the layout policy; the reservation and the
+//! upload are queued and the call returns at once. Problems the caller can fix (a zero-size
+//! or impossible allocation, data that doesn't match its shape) are returned right away;
+//! a device that runs out of memory reports it at the next `flush`/`sync`/`read`.
+
+use super::ComputeClient;
+use crate::bytes::{AllocationProperty, Bytes};
+use crate::copy::CopyDescriptor;
+use crate::error::IoError;
+use crate::handle::Handle;
+use crate::layout::{MemoryLayout, MemoryLayoutDescriptor, MemoryLayoutPolicy};
+use crate::runtime::Runtime;
+use crate::server::ComputeServer;
+use crate::shape::Shape;
+
+impl<R: Runtime> ComputeClient<R> {
+    fn do_create(
+        &self,
+        descriptors: Vec<MemoryLayoutDescriptor>,
+        mut data: Vec<Bytes>,
+        file_only_staging: bool,
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        if descriptors.len() != data.len() {
+            return Err(IoError::invalid(format!(
+                "{} descriptors but {} buffers of data",
+                descriptors.len(),
+                data.len()
+            )));
+        }
+        for (descriptor, bytes) in descriptors.iter().zip(&data) {
+            let expected = descriptor
+                .shape
+                .num_elements()
+                .and_then(|n| n.checked_mul(descriptor.elem_size));
+            if expected != Some(bytes.len()) {
+                return Err(IoError::invalid(format!(
+                    "the data has {} bytes but shape {:?} of {}-byte elements needs {}",
+                    bytes.len(),
+                    descriptor.shape.as_slice(),
+                    descriptor.elem_size,
+                    expected
+                        .map_or_else(|| "more than fits in memory".to_string(), |n| n.to_string())
+                )));
+            }
+        }
+        let stream = self.stream_id();
+        let (base, layouts) = self.utilities.layout_policy.apply(stream, &descriptors)?;
+        self.staging(data.iter_mut(), file_only_staging);
+        let writes: Vec<(CopyDescriptor, Bytes)> = descriptors
+            .into_iter()
+            .zip(&layouts)
+            .zip(data)
+            .map(|((descriptor, layout), bytes)| {
+                (
+                    CopyDescriptor::new(
+                        layout.memory.to_binding(),
+                        descriptor.shape,
+                        layout.strides.clone(),
+                        descriptor.elem_size,
+                    ),
+                    bytes,
+                )
+            })
+            .collect();
+        let size = base.size();
+        self.device.submit(move |server| {
+            server.initialize_memory(base, size, stream);
+            server.write(writes, stream);
+        });
+        Ok(layouts)
+    }
+
+    fn do_empty(
+        &self,
+        descriptors: &[MemoryLayoutDescriptor],
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        let stream = self.stream_id();
+        let (base, layouts) = self.utilities.layout_policy.apply(stream, descriptors)?;
+        let size = base.size();
+        self.device
+            .submit(move |server| server.initialize_memory(base, size, stream));
+        Ok(layouts)
+    }
+
+    fn single(mut layouts: Vec<MemoryLayout>) -> Result<MemoryLayout, IoError> {
+        layouts
+            .pop()
+            .ok_or_else(|| IoError::invalid("the layout policy returned no layout"))
+    }
+
+    /// Uploads `data` into new device memory and returns its handle.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] for empty data, [`IoError::BufferTooBig`] if it can never
+    /// fit on the device.
+    pub fn create(&self, data: Bytes) -> Result<Handle, IoError> {
+        let shape = Shape::from([data.len()]);
+        let layouts = self.do_create(
+            vec![MemoryLayoutDescriptor::contiguous(shape, 1)],
+            vec![data],
+            true,
+        )?;
+        Self::single(layouts).map(|layout| layout.memory)
+    }
+
+    /// Copies `slice` into new device memory. Prefer [`Self::create`] with owned
+    /// [`Bytes`], which saves a host copy.
+    ///
+    /// # Errors
+    /// As [`Self::create`].
+    pub fn create_from_slice(&self, slice: &[u8]) -> Result<Handle, IoError> {
+        let layouts = self.do_create(
+            vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
+            vec![Bytes::from_bytes_vec(slice.to_vec())],
+            false,
+        )?;
+        Self::single(layouts).map(|layout| layout.memory)
+    }
+
+    /// Uploads a tensor of `shape` with `elem_size`-byte elements. The device chooses the
+    /// layout (rows may be pitched): index it with the returned strides, and read it back
+    /// with [`Self::read_tensor`].
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] if `data` doesn't hold exactly the shape's bytes or the
+    /// shape is empty; [`IoError::BufferTooBig`] if it can never fit.
+    pub fn create_tensor(
+        &self,
+        data: Bytes,
+        shape: impl Into<Shape>,
+        elem_size: usize,
+    ) -> Result<MemoryLayout, IoError> {
+        let layouts = self.do_create(
+            vec![MemoryLayoutDescriptor::optimized(shape, elem_size)],
+            vec![data],
+            true,
+        )?;
+        Self::single(layouts)
+    }
+
+    /// Like [`Self::create_tensor`], copying from a slice.
+    ///
+    /// # Errors
+    /// As [`Self::create_tensor`].
+    pub fn create_tensor_from_slice(
+        &self,
+        slice: &[u8],
+        shape: impl Into<Shape>,
+        elem_size: usize,
+    ) -> Result<MemoryLayout, IoError> {
+        let layouts = self.do_create(
+            vec![MemoryLayoutDescriptor::optimized(shape, elem_size)],
+            vec![Bytes::from_bytes_vec(slice.to_vec())],
+            false,
+        )?;
+        Self::single(layouts)
+    }
+
+    /// Uploads several tensors into one allocation; returns one layout per tensor.
+    ///
+    /// # Errors
+    /// As [`Self::create_tensor`], for any of the tensors (nothing is created then).
+    pub fn create_tensors(
+        &self,
+        descriptors: Vec<(MemoryLayoutDescriptor, Bytes)>,
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        let (descriptors, data) = descriptors.into_iter().unzip();
+        self.do_create(descriptors, data, true)
+    }
+
+    /// Like [`Self::create_tensors`], copying from slices.
+    ///
+    /// # Errors
+    /// As [`Self::create_tensors`].
+    pub fn create_tensors_from_slices(
+        &self,
+        descriptors: Vec<(MemoryLayoutDescriptor, &[u8])>,
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        let (descriptors, data) = descriptors
+            .into_iter()
+            .map(|(descriptor, slice)| (descriptor, Bytes::from_bytes_vec(slice.to_vec())))
+            .unzip();
+        self.do_create(descriptors, data, false)
+    }
+
+    /// Host buffers of the given sizes to fill and pass to `create*`: pinned (page-locked)
+    /// where the backend has pinned memory, so the upload is a direct DMA; plain heap memory
+    /// otherwise (or when pinned memory is exhausted). Doesn't wait for queued work.
+    pub fn reserve_staging(&self, sizes: &[usize]) -> Vec<Bytes> {
+        if sizes.is_empty() {
+            return Vec::new();
+        }
+        if let Some(staging) = &self.utilities.staging {
+            match staging.reserve(sizes) {
+                Ok(buffers) if buffers.len() == sizes.len() => return buffers,
+                Ok(_) => log::warn!("the staging provider returned the wrong number of buffers"),
+                Err(error) => log::debug!("pinned staging unavailable, using heap memory: {error}"),
+            }
+        }
+        sizes.iter().map(|&size| Bytes::zeroed(size)).collect()
+    }
+
+    /// Like [`Self::create_from_slice`], copying straight into pinned staging memory (one
+    /// host copy instead of two on backends with pinned memory).
+    ///
+    /// # Errors
+    /// As [`Self::create`].
+    pub fn create_from_slice_pinned(&self, slice: &[u8]) -> Result<Handle, IoError> {
+        let mut staging = self.reserve_staging(&[slice.len()]);
+        let mut bytes = staging
+            .pop()
+            .ok_or_else(|| IoError::invalid("no staging buffer"))?;
+        bytes.copy_from_slice(slice);
+        self.create(bytes)
+    }
+
+    /// Like [`Self::create_tensors_from_slices`], copying straight into pinned staging.
+    ///
+    /// # Errors
+    /// As [`Self::create_tensors`].
+    pub fn create_tensors_from_slices_pinned(
+        &self,
+        descriptors: Vec<(MemoryLayoutDescriptor, &[u8])>,
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        let sizes: Vec<usize> = descriptors.iter().map(|(_, slice)| slice.len()).collect();
+        let stagings = self.reserve_staging(&sizes);
+        let mut layout_descriptors = Vec::with_capacity(descriptors.len());
+        let mut data = Vec::with_capacity(descriptors.len());
+        for ((descriptor, slice), mut staging) in descriptors.into_iter().zip(stagings) {
+            staging.copy_from_slice(slice);
+            layout_descriptors.push(descriptor);
+            data.push(staging);
+        }
+        self.do_create(layout_descriptors, data, true)
+    }
+
+    /// Reserves `size` bytes of uninitialized device memory.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] for 0 bytes, [`IoError::BufferTooBig`] if it can never
+    /// fit.
+    pub fn empty(&self, size: usize) -> Result<Handle, IoError> {
+        let layouts = self.do_empty(&[MemoryLayoutDescriptor::contiguous([size], 1)])?;
+        Self::single(layouts).map(|layout| layout.memory)
+    }
+
+    /// Reserves an uninitialized tensor; see [`Self::create_tensor`] for the layout.
+    ///
+    /// # Errors
+    /// As [`Self::empty`].
+    pub fn empty_tensor(
+        &self,
+        shape: impl Into<Shape>,
+        elem_size: usize,
+    ) -> Result<MemoryLayout, IoError> {
+        let layouts = self.do_empty(&[MemoryLayoutDescriptor::optimized(shape, elem_size)])?;
+        Self::single(layouts)
+    }
+
+    /// Reserves several uninitialized tensors in one allocation.
+    ///
+    /// # Errors
+    /// As [`Self::empty`], for any of the tensors.
+    pub fn empty_tensors(
+        &self,
+        descriptors: Vec<MemoryLayoutDescriptor>,
+    ) -> Result<Vec<MemoryLayout>, IoError> {
+        self.do_empty(&descriptors)
+    }
+
+    /// Moves the given buffers into pinned staging memory where the backend has it, so their
+    /// upload is a direct DMA. With `file_only`, only memory-mapped buffers move (heap
+    /// buffers stay). Works on the caller's thread: it never waits for queued kernels.
+    pub fn staging<'a>(&self, bytes: impl Iterator<Item = &'a mut Bytes>, file_only: bool) {
+        let Some(staging) = &self.utilities.staging else {
+            return;
+        };
+        let mut targets: Vec<&'a mut Bytes> = bytes
+            .filter(|b| match b.property() {
+                AllocationProperty::Pinned => false,
+                AllocationProperty::File => true,
+                AllocationProperty::Native | AllocationProperty::Other => !file_only,
+            })
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let sizes: Vec<usize> = targets.iter().map(|b| b.len()).collect();
+        let Ok(buffers) = staging.reserve(&sizes) else {
+            return;
+        };
+        for (target, mut pinned) in targets.iter_mut().zip(buffers) {
+            if target.copy_into(&mut pinned).is_ok() {
+                std::mem::swap(*target, &mut pinned);
+            }
+        }
+    }
+
+    /// Whether `handle` belongs to this client's device.
+    pub fn owns(&self, handle: &Handle) -> bool {
+        handle.device() == self.device_id()
+    }
+}

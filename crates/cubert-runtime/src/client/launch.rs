@@ -1,0 +1,231 @@
+//! Launching kernels and measuring them.
+//!
+//! A launch is checked on the caller's thread against the device's limits (cube dim, units
+//! per cube, shared memory, cube count, bindings) and the bindings' device, then queued;
+//! errors found while running it come back from the next `flush`/`sync`/`read`. With
+//! profiling enabled every launch is timed and recorded in the device's logger.
+
+use super::ComputeClient;
+use crate::backtrace::BackTrace;
+use crate::config::{BoundsCheckMode, ProfileLevel};
+use crate::error::{IoError, LaunchError, ProfileError, ResourceLimitError, ServerError};
+use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
+use crate::profile::ProfileDuration;
+use crate::runtime::Runtime;
+use crate::server::ComputeServer;
+
+impl<R: Runtime> ComputeClient<R> {
+    fn validate_launch(
+        &self,
+        kernel: &<R::Server as ComputeServer>::Kernel,
+        count: &CubeCount,
+        arguments: &KernelArguments,
+    ) -> Result<(), LaunchError> {
+        let hardware = &self.properties().hardware;
+        let dim = kernel.cube_dim();
+        let requested = (dim.x, dim.y, dim.z);
+        if dim.x == 0 || dim.y == 0 || dim.z == 0 {
+            return Err(LaunchError::unknown(format!(
+                "kernel `{}` has an empty cube dim {requested:?}",
+                kernel.name()
+            )));
+        }
+        let max = hardware.max_cube_dim;
+        if dim.x > max.0 || dim.y > max.1 || dim.z > max.2 {
+            return Err(ResourceLimitError::CubeDim {
+                requested,
+                max,
+                backtrace: BackTrace::capture(),
+            }
+            .into());
+        }
+        match dim.checked_num_elems() {
+            Some(units) if units <= hardware.max_units_per_cube => {}
+            units => {
+                return Err(ResourceLimitError::Units {
+                    requested: units.unwrap_or(u32::MAX),
+                    max: hardware.max_units_per_cube,
+                    backtrace: BackTrace::capture(),
+                }
+                .into());
+            }
+        }
+        let shared = kernel.shared_memory_bytes();
+        if shared > hardware.max_shared_memory_size {
+            return Err(ResourceLimitError::SharedMemory {
+                requested: shared,
+                max: hardware.max_shared_memory_size,
+                backtrace: BackTrace::capture(),
+            }
+            .into());
+        }
+        if let CubeCount::Static(x, y, z) = *count {
+            let max = hardware.max_cube_count;
+            if x > max.0 || y > max.1 || z > max.2 {
+                return Err(ResourceLimitError::CubeCount {
+                    requested: (x, y, z),
+                    max,
+                    backtrace: BackTrace::capture(),
+                }
+                .into());
+            }
+        }
+        if arguments.buffers.len() > hardware.max_bindings as usize {
+            return Err(LaunchError::unknown(format!(
+                "kernel `{}` binds {} buffers; the device allows {}",
+                kernel.name(),
+                arguments.buffers.len(),
+                hardware.max_bindings
+            )));
+        }
+        let foreign = arguments
+            .buffers
+            .iter()
+            .chain(match count {
+                CubeCount::Dynamic(binding) => std::slice::from_ref(binding),
+                CubeCount::Static(..) => &[],
+            })
+            .chain(arguments.tensor_maps.iter().map(|map| &map.binding))
+            .find(|binding| binding.device() != self.device_id());
+        if let Some(binding) = foreign {
+            return Err(LaunchError::IoError(IoError::not_found(format!(
+                "a binding of {:?} was passed to a launch on {:?}; move it with `to_client` first",
+                binding.device(),
+                self.device_id()
+            ))));
+        }
+        if !arguments.tensor_maps.is_empty() && !self.features().tma {
+            return Err(LaunchError::unknown(format!(
+                "kernel `{}` uses tensor maps, which {} doesn't support",
+                kernel.name(),
+                self.properties().name
+            )));
+        }
+        Ok(())
+    }
+
+    fn launch_inner(
+        &self,
+        kernel: <R::Server as ComputeServer>::Kernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+        mode: ExecutionMode,
+    ) -> Result<(), LaunchError> {
+        self.validate_launch(&kernel, &count, &arguments)?;
+        if count.is_empty() {
+            return Ok(());
+        }
+        let stream = self.stream_id();
+        let logger = self.utilities.logger.clone();
+        match logger.profile_level() {
+            None => {
+                self.device.submit(move |server| {
+                    // SAFETY: `mode` is `Unchecked` only when the caller of
+                    // `launch_unchecked` vouched for the kernel's accesses.
+                    unsafe { server.launch(kernel, count, arguments, mode, stream) }
+                });
+            }
+            Some(ProfileLevel::ExecutionOnly) => {
+                let name = kernel.name().to_string();
+                self.device.submit(move |server| {
+                    // SAFETY: as above.
+                    unsafe { server.launch(kernel, count, arguments, mode, stream) }
+                });
+                logger.register_execution(&name);
+            }
+            Some(level) => {
+                let name = match level {
+                    ProfileLevel::Full => format!("{} [{}] {count:?}", kernel.name(), kernel.id()),
+                    _ => kernel.name().to_string(),
+                };
+                let device = self.device.clone();
+                let ((), duration) = self
+                    .profile(
+                        move || {
+                            device.submit(move |server| {
+                                // SAFETY: as above.
+                                unsafe { server.launch(kernel, count, arguments, mode, stream) }
+                            })
+                        },
+                        &name,
+                    )
+                    .map_err(|error| LaunchError::unknown(format!("profiling failed: {error}")))?;
+                logger.register_profiled(name, duration);
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches `kernel` over `count` cubes with `arguments`, every buffer access
+    /// bounds-checked. Returns once the launch is queued.
+    ///
+    /// # Errors
+    /// [`LaunchError::TooManyResources`] if the launch exceeds a device limit, or
+    /// [`LaunchError::IoError`] for a binding of another device. Errors while running it
+    /// (an out-of-bounds access, a kernel failure) come back from the next
+    /// `flush`/`sync`/`read` on this stream.
+    pub fn launch(
+        &self,
+        kernel: <R::Server as ComputeServer>::Kernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+    ) -> Result<(), LaunchError> {
+        self.launch_inner(kernel, count, arguments, ExecutionMode::Checked)
+    }
+
+    /// Launches `kernel` without bounds checks (unless `[compilation] bounds_check` asks for
+    /// them).
+    ///
+    /// # Errors
+    /// As [`Self::launch`].
+    ///
+    /// # Safety
+    /// The kernel must not access memory out of bounds and must terminate.
+    pub unsafe fn launch_unchecked(
+        &self,
+        kernel: <R::Server as ComputeServer>::Kernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+    ) -> Result<(), LaunchError> {
+        let mode = match self.utilities.check_mode {
+            BoundsCheckMode::Enforce => ExecutionMode::Checked,
+            BoundsCheckMode::Validate => ExecutionMode::Validate,
+            BoundsCheckMode::Auto => ExecutionMode::Unchecked,
+        };
+        self.launch_inner(kernel, count, arguments, mode)
+    }
+
+    /// Runs `work` and measures the device time of what it queues on this stream (device
+    /// events where the backend has them). Nothing else runs on the device meanwhile.
+    /// Profiles nest.
+    ///
+    /// # Errors
+    /// [`ProfileError`] if timing can't start or end, or `work` panicked.
+    pub fn profile<O>(
+        &self,
+        work: impl FnOnce() -> O,
+        name: &str,
+    ) -> Result<(O, ProfileDuration), ProfileError> {
+        let stream = self.stream_id();
+        let device = self.device.clone();
+        let outcome =
+            self.device
+                .exclusive(move || -> Result<(O, ProfileDuration), ProfileError> {
+                    let token = device
+                        .submit_blocking(move |server| server.start_profile(stream))
+                        .map_err(ServerError::from)??;
+                    let output = work();
+                    let duration = device
+                        .submit_blocking(move |server| server.end_profile(stream, token))
+                        .map_err(ServerError::from)??;
+                    Ok((output, duration))
+                });
+        match outcome {
+            Ok(result) => result,
+            Err(error) => Err(ProfileError::Unknown {
+                reason: format!("profiling `{name}` failed: {error}"),
+                backtrace: BackTrace::capture(),
+            }),
+        }
+    }
+}

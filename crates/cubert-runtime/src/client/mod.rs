@@ -1,0 +1,329 @@
+//! The compute client: the entry point users call.
+//!
+//! A [`ComputeClient`] is a cheap, clonable reference to one device, bound to a stream (the
+//! calling thread's by default). Creating memory mints handles on the caller's thread and
+//! queues the upload; launches are fire-and-forget; reads return futures (and blocking
+//! helpers). Errors of queued work come back from the next `flush`, `sync` or `read` on the
+//! same stream. Every fallible call returns a `Result`; nothing here panics on bad input.
+//!
+//! The methods are grouped by concern: `create` (uploads and empty memory), `read` (reads
+//! and resources), `launch` (kernels and profiling), `transfer` (moving data between
+//! devices, collectives).
+
+mod create;
+mod launch;
+mod read;
+mod transfer;
+
+use crate::device::{Device, DeviceId};
+use crate::device_handle::{self, DeviceHandle, DeviceHandleMode};
+use crate::error::ServerError;
+use crate::future::{DynFut, block_on, ready};
+use crate::kernel::{CubeCountSelection, CubeDim};
+use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
+use crate::properties::{DeviceProperties, Features};
+use crate::runtime::Runtime;
+use crate::server::{ComputeServer, ServerUtilities};
+use crate::stream::StreamId;
+use std::sync::Arc;
+
+/// A client of one device. See the module docs.
+pub struct ComputeClient<R: Runtime> {
+    device: DeviceHandle<R::Server>,
+    utilities: Arc<ServerUtilities<R::Server>>,
+    stream_id: Option<StreamId>,
+}
+
+impl<R: Runtime> Clone for ComputeClient<R> {
+    fn clone(&self) -> Self {
+        Self {
+            device: self.device.clone(),
+            utilities: self.utilities.clone(),
+            stream_id: self.stream_id,
+        }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for ComputeClient<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComputeClient")
+            .field("runtime", &R::name())
+            .field("device", &self.device.device_id())
+            .field("stream", &self.stream_id)
+            .finish()
+    }
+}
+
+impl<R: Runtime> ComputeClient<R> {
+    fn from_handle(device: DeviceHandle<R::Server>) -> Self {
+        let utilities = device.utilities();
+        Self {
+            device,
+            utilities,
+            stream_id: None,
+        }
+    }
+
+    /// Registers `server` as the server of `device` and returns its client.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the device already has a server.
+    pub fn init<D: Device>(device: &D, server: R::Server) -> Result<Self, ServerError> {
+        let mode = crate::config::global_config().runtime.device_handle;
+        device_handle::register_device(device.to_id(), server, mode).map(Self::from_handle)
+    }
+
+    /// The client of `device`, starting its server on first use.
+    ///
+    /// # Errors
+    /// The server's start error (no such device, missing driver...).
+    pub fn load(device: &R::Device) -> Result<Self, ServerError> {
+        let mode = crate::config::global_config().runtime.device_handle;
+        device_handle::get_or_init_device::<R::Server>(device.to_id(), mode).map(Self::from_handle)
+    }
+
+    /// A client over `server` that no other client shares (not registered). Useful for
+    /// tests and for isolating a workload's memory.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the runner thread can't start.
+    pub fn from_server(server: R::Server, mode: DeviceHandleMode) -> Result<Self, ServerError> {
+        DeviceHandle::new(server, mode).map(Self::from_handle)
+    }
+
+    /// The backend's information.
+    pub fn info(&self) -> &<R::Server as ComputeServer>::Info {
+        &self.utilities.info
+    }
+
+    /// The device handle.
+    pub fn device_handle(&self) -> &DeviceHandle<R::Server> {
+        &self.device
+    }
+
+    /// The device.
+    pub fn device_id(&self) -> DeviceId {
+        self.device.device_id()
+    }
+
+    /// The utilities shared with the server.
+    pub fn utilities(&self) -> &Arc<ServerUtilities<R::Server>> {
+        &self.utilities
+    }
+
+    /// The stream this client works on: the one set with [`Self::set_stream`], else the
+    /// calling thread's.
+    pub fn stream_id(&self) -> StreamId {
+        self.stream_id.unwrap_or_else(StreamId::current)
+    }
+
+    /// Pins this client to `stream`. Handles used across streams are ordered by the server,
+    /// so this is safe.
+    pub fn set_stream(&mut self, stream: StreamId) {
+        self.stream_id = Some(stream);
+    }
+
+    /// A clone of this client pinned to `stream`.
+    pub fn with_stream(&self, stream: StreamId) -> Self {
+        let mut client = self.clone();
+        client.set_stream(stream);
+        client
+    }
+
+    /// The device's properties.
+    pub fn properties(&self) -> &DeviceProperties {
+        &self.utilities.properties
+    }
+
+    /// The device's optional features.
+    pub fn features(&self) -> &Features {
+        &self.utilities.properties.features
+    }
+
+    /// Whether work runs on the caller's thread (inline device handle).
+    pub fn is_blocking(&self) -> bool {
+        self.device.is_blocking()
+    }
+
+    /// The first error of a fire-and-forget task that panicked, if any.
+    fn take_async_error(&self) -> Result<(), ServerError> {
+        let mut errors = self.device.take_async_errors().into_iter();
+        match errors.next() {
+            None => Ok(()),
+            Some(first) => {
+                for later in errors {
+                    log::warn!("further error on {:?}: {later}", self.device_id());
+                }
+                Err(first)
+            }
+        }
+    }
+
+    fn call<T: Send + 'static>(
+        &self,
+        task: impl FnOnce(&mut R::Server) -> T + Send + 'static,
+    ) -> Result<T, ServerError> {
+        self.device.submit_blocking(task).map_err(ServerError::from)
+    }
+
+    /// Runs `task` on the caller's thread with no other client's work on this device
+    /// interleaved. Work `task` does through this device's clients runs in order, inline.
+    /// `profile` and the autotuner use it to measure without interference.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if `task` panicked or the device is unreachable.
+    pub fn exclusive<Re>(&self, task: impl FnOnce() -> Re) -> Result<Re, ServerError> {
+        self.device.exclusive(task).map_err(ServerError::from)
+    }
+
+    /// Runs `task(input)` with every allocation it makes on this client's stream in
+    /// persistent mode: exact-size blocks that never fragment the dynamic pools (weights,
+    /// caches). Windows nest; the previous mode is restored when `task` returns or panics.
+    ///
+    /// # Errors
+    /// Never fails today; `Result` leaves room for backends that can't switch modes.
+    pub fn memory_persistent_allocation<Input, Re>(
+        &self,
+        input: Input,
+        task: impl FnOnce(Input) -> Re,
+    ) -> Result<Re, ServerError> {
+        let stream = self.stream_id();
+        self.device.submit(move |server| {
+            server.begin_allocation_window(MemoryAllocationMode::Persistent, stream)
+        });
+        struct EndWindow<'a, S: ComputeServer> {
+            device: &'a DeviceHandle<S>,
+            stream: StreamId,
+        }
+        impl<S: ComputeServer> Drop for EndWindow<'_, S> {
+            fn drop(&mut self) {
+                let stream = self.stream;
+                self.device
+                    .submit(move |server| server.end_allocation_window(stream));
+            }
+        }
+        let _end = EndWindow {
+            device: &self.device,
+            stream,
+        };
+        Ok(task(input))
+    }
+
+    /// Sets the allocation mode of this client's stream.
+    pub fn allocation_mode(&self, mode: MemoryAllocationMode) {
+        let stream = self.stream_id();
+        self.device
+            .submit(move |server| server.allocation_mode(mode, stream));
+    }
+
+    /// Hands queued work to the device and returns the errors queued on this stream.
+    ///
+    /// # Errors
+    /// The first error of queued work on this stream.
+    pub fn flush(&self) -> Result<(), ServerError> {
+        self.take_async_error()?;
+        let stream = self.stream_id();
+        self.call(move |server| server.flush(stream))?
+    }
+
+    /// A future resolved when all work queued on this stream is done, with its errors. The
+    /// profile summary (if profiling is on) is printed when it resolves.
+    pub fn sync_async(&self) -> DynFut<Result<(), ServerError>> {
+        if let Err(error) = self.take_async_error() {
+            return ready(Err(error));
+        }
+        let stream = self.stream_id();
+        let logger = self.utilities.logger.clone();
+        match self.call(move |server| server.sync(stream)) {
+            Ok(future) => Box::pin(async move {
+                let result = future.await;
+                logger.profile_summary();
+                result
+            }),
+            Err(error) => ready(Err(error)),
+        }
+    }
+
+    /// Waits until all work queued on this stream is done.
+    ///
+    /// # Errors
+    /// The first error of queued work on this stream.
+    pub fn sync(&self) -> Result<(), ServerError> {
+        block_on(self.sync_async())
+    }
+
+    /// Current memory usage of the device.
+    ///
+    /// # Errors
+    /// [`ServerError`] if the device is unreachable.
+    pub fn memory_usage(&self) -> Result<MemoryUsage, ServerError> {
+        let stream = self.stream_id();
+        self.call(move |server| server.memory_usage(stream))?
+    }
+
+    /// Memory usage per pool, with peaks.
+    ///
+    /// # Errors
+    /// [`ServerError`] if the device is unreachable.
+    pub fn memory_report(&self) -> Result<MemoryReport, ServerError> {
+        let stream = self.stream_id();
+        self.call(move |server| server.memory_report(stream))?
+    }
+
+    /// Gives back cached device memory no handle uses. The allocator decides what is worth
+    /// giving back; memory of live handles is never touched.
+    pub fn memory_cleanup(&self) {
+        let stream = self.stream_id();
+        self.device
+            .submit(move |server| server.memory_cleanup(stream));
+    }
+
+    /// Devices of kind `type_id` of this runtime.
+    pub fn enumerate_devices(&self, type_id: u16) -> Vec<DeviceId> {
+        R::enumerate_devices(type_id, self.info())
+    }
+
+    /// Every device of this runtime.
+    pub fn enumerate_all_devices(&self) -> Vec<DeviceId> {
+        R::enumerate_all_devices(self.info())
+    }
+
+    /// Number of devices of kind `type_id`.
+    pub fn device_count(&self, type_id: u16) -> usize {
+        self.enumerate_devices(type_id).len()
+    }
+
+    /// Number of devices of this runtime.
+    pub fn device_count_total(&self) -> usize {
+        self.enumerate_all_devices().len()
+    }
+
+    /// Vector widths (in elements of `elem_size` bytes) worth trying for loads and stores,
+    /// widest first: powers of two up to the device's load width and maximum vector size.
+    pub fn io_optimized_vector_sizes(
+        &self,
+        elem_size: usize,
+    ) -> impl Iterator<Item = usize> + Clone {
+        let hardware = &self.properties().hardware;
+        let bits = elem_size.max(1) * 8;
+        let max = (hardware.load_width as usize / bits)
+            .min(hardware.max_vector_size)
+            .max(1);
+        let count = max.ilog2() + 1;
+        (0..count).map(|i| 1usize << i).rev()
+    }
+}
+
+impl CubeDim {
+    /// A cube dim for `working_units` units of elementwise work on the client's device.
+    pub fn new<R: Runtime>(client: &ComputeClient<R>, working_units: usize) -> Self {
+        CubeDim::from_properties(client.properties(), working_units)
+    }
+}
+
+impl CubeCountSelection {
+    /// Spreads `num_cubes` over x, y, z within the client's device limits.
+    pub fn new<R: Runtime>(client: &ComputeClient<R>, num_cubes: u32) -> Self {
+        CubeCountSelection::from_properties(client.properties(), num_cubes)
+    }
+}

@@ -1,0 +1,137 @@
+//! Reading device memory back, and resolving handles to storage resources.
+//!
+//! A read runs after everything queued before it on the client's stream. The `_async`
+//! variants return a future; the others block the calling thread until the bytes are there.
+//! Descriptors are checked before anything is queued: strides that don't fit the buffer,
+//! or a handle of another device, are errors, never out-of-bounds reads.
+
+use super::ComputeClient;
+use crate::bytes::Bytes;
+use crate::copy::CopyDescriptor;
+use crate::error::{IoError, ServerError};
+use crate::future::{DynFut, block_on, ready};
+use crate::handle::Handle;
+use crate::runtime::Runtime;
+use crate::server::ComputeServer;
+use crate::storage::{ComputeStorage, ManagedResource};
+
+impl<R: Runtime> ComputeClient<R> {
+    fn check_device(&self, handle_device: crate::device::DeviceId) -> Result<(), ServerError> {
+        if handle_device == self.device_id() {
+            Ok(())
+        } else {
+            Err(ServerError::Io(IoError::not_found(format!(
+                "the handle belongs to {handle_device:?}, not to this client's {:?}; \
+                 move it with `to_client` first",
+                self.device_id()
+            ))))
+        }
+    }
+
+    fn do_read(&self, descriptors: Vec<CopyDescriptor>) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        for descriptor in &descriptors {
+            let checked = self
+                .check_device(descriptor.handle.device())
+                .and_then(|()| descriptor.validate().map_err(ServerError::Io));
+            if let Err(error) = checked {
+                return ready(Err(error));
+            }
+        }
+        if let Err(error) = self.take_async_error() {
+            return ready(Err(error));
+        }
+        let stream = self.stream_id();
+        match self.call(move |server| server.read(descriptors, stream)) {
+            Ok(future) => future,
+            Err(error) => ready(Err(error)),
+        }
+    }
+
+    /// Reads every handle's bytes, as a future.
+    pub fn read_async(&self, handles: Vec<Handle>) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        let descriptors = handles
+            .into_iter()
+            .map(|handle| CopyDescriptor::bytes(handle.binding()))
+            .collect();
+        self.do_read(descriptors)
+    }
+
+    /// Reads every handle's bytes.
+    ///
+    /// # Errors
+    /// The first error queued on this stream, or a [`ServerError::Io`] for a handle whose
+    /// memory is gone or belongs to another device.
+    pub fn read(&self, handles: Vec<Handle>) -> Result<Vec<Bytes>, ServerError> {
+        block_on(self.read_async(handles))
+    }
+
+    /// Reads one handle's bytes.
+    ///
+    /// # Errors
+    /// As [`Self::read`].
+    pub fn read_one(&self, handle: Handle) -> Result<Bytes, ServerError> {
+        let mut bytes = self.read(vec![handle])?;
+        bytes
+            .pop()
+            .ok_or_else(|| ServerError::generic("the server returned no bytes"))
+    }
+
+    /// Reads tensors as dense row-major bytes, as a future. The strides must be those the
+    /// tensor was created with (or any that stay inside its buffer).
+    pub fn read_tensor_async(
+        &self,
+        descriptors: Vec<CopyDescriptor>,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        self.do_read(descriptors)
+    }
+
+    /// Reads tensors as dense row-major bytes.
+    ///
+    /// # Errors
+    /// As [`Self::read`], and [`IoError::InvalidArgument`] for a descriptor whose shape and
+    /// strides don't fit its buffer.
+    pub fn read_tensor(&self, descriptors: Vec<CopyDescriptor>) -> Result<Vec<Bytes>, ServerError> {
+        block_on(self.read_tensor_async(descriptors))
+    }
+
+    /// Reads one tensor as dense bytes, as a future.
+    pub fn read_one_tensor_async(
+        &self,
+        descriptor: CopyDescriptor,
+    ) -> DynFut<Result<Bytes, ServerError>> {
+        let future = self.read_tensor_async(vec![descriptor]);
+        Box::pin(async move {
+            future
+                .await?
+                .pop()
+                .ok_or_else(|| ServerError::generic("the server returned no bytes"))
+        })
+    }
+
+    /// Reads one tensor as dense bytes.
+    ///
+    /// # Errors
+    /// As [`Self::read_tensor`].
+    pub fn read_one_tensor(&self, descriptor: CopyDescriptor) -> Result<Bytes, ServerError> {
+        block_on(self.read_one_tensor_async(descriptor))
+    }
+
+    /// The storage resource behind `handle` (a host or device pointer), kept alive while
+    /// the returned value lives. Work queued before on this stream is flushed first, but not
+    /// waited for: sync before touching the memory from outside the runtime.
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] if the memory is gone or belongs to another device.
+    pub fn get_resource(
+        &self,
+        handle: Handle,
+    ) -> Result<
+        ManagedResource<<<R::Server as ComputeServer>::Storage as ComputeStorage>::Resource>,
+        ServerError,
+    > {
+        self.check_device(handle.device())?;
+        let stream = self.stream_id();
+        let binding = handle.binding();
+        self.call(move |server| server.get_resource(binding, stream))?
+    }
+}

@@ -1,0 +1,272 @@
+//! Finding and reading the configuration, and the process-wide instance.
+
+use super::schema::CubertConfig;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The file name looked for.
+pub const CONFIG_FILE_NAME: &str = "cubert.toml";
+
+/// A configuration with where it came from and what was wrong with it.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedConfig {
+    /// The settings.
+    pub config: CubertConfig,
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    /// One message per problem (each names the file or variable and the key).
+    pub warnings: Vec<String>,
+}
+
+/// Finds `cubert.toml` in `start` or the nearest parent directory that has one.
+pub fn find_config_file(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|dir| dir.join(CONFIG_FILE_NAME))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Loads the configuration for this process: `CUBERT_CONFIG` or the nearest `cubert.toml`
+/// above the working directory, then the `CUBERT_*` variables.
+pub fn load_config() -> LoadedConfig {
+    let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    load_config_from(&start, std::env::vars())
+}
+
+/// Loads the configuration as [`load_config`] does, from `start` and the given environment.
+pub fn load_config_from(
+    start: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> LoadedConfig {
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    let mut loaded = LoadedConfig::default();
+    let explicit = env
+        .iter()
+        .find(|(name, _)| name == "CUBERT_CONFIG")
+        .map(|(_, value)| PathBuf::from(value));
+    let file = match explicit {
+        Some(path) if path.is_file() => Some(path),
+        Some(path) => {
+            loaded.warnings.push(format!(
+                "CUBERT_CONFIG names {}, which is not a file; using defaults",
+                path.display()
+            ));
+            None
+        }
+        None => find_config_file(start),
+    };
+    if let Some(path) = file {
+        apply_file(&mut loaded, &path);
+        loaded.file = Some(path);
+    }
+    apply_env(&mut loaded, &env);
+    loaded
+}
+
+fn apply_file(loaded: &mut LoadedConfig, path: &Path) {
+    let name = path.display();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            loaded
+                .warnings
+                .push(format!("{name}: can't be read ({error}); using defaults"));
+            return;
+        }
+    };
+    let table: toml::Table = match text.parse() {
+        Ok(table) => table,
+        Err(error) => {
+            let message = error.to_string().replace('\n', "\n  ");
+            loaded.warnings.push(format!(
+                "{name}: not valid TOML, using defaults:\n  {message}"
+            ));
+            return;
+        }
+    };
+    for (section, value) in &table {
+        let toml::Value::Table(keys) = value else {
+            loaded.warnings.push(format!(
+                "{name}: `{section}` should be a [section] of keys; ignored"
+            ));
+            continue;
+        };
+        for (key, value) in keys {
+            if let Err(problem) = loaded.config.apply(section, key, value) {
+                loaded.warnings.push(format!(
+                    "{name}: key `{section}.{key}`: {problem}; using the default"
+                ));
+            }
+        }
+    }
+}
+
+fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
+    for (name, raw) in env {
+        let Some(rest) = name.strip_prefix("CUBERT_") else {
+            continue;
+        };
+        if rest == "CONFIG" {
+            continue;
+        }
+        let rest = rest.to_ascii_lowercase();
+        let (section, key) = match rest.as_str() {
+            // Short form for the most common switch.
+            "backend" => ("runtime", "backend"),
+            _ => match rest.split_once('_') {
+                Some(parts) => parts,
+                None => {
+                    loaded.warnings.push(format!(
+                        "{name}: not a CUBERT_<SECTION>_<KEY> variable; ignored"
+                    ));
+                    continue;
+                }
+            },
+        };
+        let value = parse_env_value(raw);
+        if let Err(problem) = loaded.config.apply(section, key, &value) {
+            loaded.warnings.push(format!(
+                "{name}={raw}: key `{section}.{key}`: {problem}; ignored"
+            ));
+        }
+    }
+}
+
+/// An environment value as TOML: integers and booleans as such, anything else as a string.
+fn parse_env_value(raw: &str) -> toml::Value {
+    let trimmed = raw.trim();
+    if let Ok(integer) = trimmed.parse::<i64>() {
+        return toml::Value::Integer(integer);
+    }
+    match trimmed {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        _ => toml::Value::String(trimmed.to_string()),
+    }
+}
+
+static GLOBAL: OnceLock<CubertConfig> = OnceLock::new();
+
+/// The process-wide configuration, loaded on first use. Its warnings are logged (and
+/// printed to standard error when no logger is installed).
+pub fn global_config() -> &'static CubertConfig {
+    GLOBAL.get_or_init(|| {
+        let loaded = load_config();
+        report_warnings(&loaded.warnings);
+        loaded.config
+    })
+}
+
+/// Sets the process-wide configuration before anything reads it.
+///
+/// # Errors
+/// Returns `config` back if the configuration was already loaded.
+pub fn set_global_config(config: CubertConfig) -> Result<(), Box<CubertConfig>> {
+    GLOBAL.set(config).map_err(Box::new)
+}
+
+/// Logs configuration warnings; prints them to standard error if no logger is listening.
+pub fn report_warnings(warnings: &[String]) {
+    for warning in warnings {
+        if log::max_level() >= log::LevelFilter::Warn {
+            log::warn!("cubert config: {warning}");
+        } else {
+            eprintln!("cubert: warning: {warning}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{DeviceHandleMode, ProfileLevel};
+
+    fn write(dir: &Path, text: &str) {
+        std::fs::write(dir.join(CONFIG_FILE_NAME), text).unwrap();
+    }
+
+    #[test]
+    fn file_is_found_in_a_parent_directory() {
+        let root = tempfile::tempdir().unwrap();
+        write(root.path(), "[cpu]\ndevices = 3\n");
+        let nested = root.path().join("a/b");
+        std::fs::create_dir_all(&nested).unwrap();
+        let loaded = load_config_from(&nested, Vec::new());
+        assert_eq!(loaded.config.cpu.devices, 3);
+        assert_eq!(loaded.file, Some(root.path().join(CONFIG_FILE_NAME)));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn malformed_file_warns_with_file_and_position_and_uses_defaults() {
+        let root = tempfile::tempdir().unwrap();
+        write(root.path(), "[cpu\ndevices = 3\n");
+        let loaded = load_config_from(root.path(), Vec::new());
+        assert_eq!(loaded.config, CubertConfig::default());
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(
+            loaded.warnings[0].contains(CONFIG_FILE_NAME),
+            "{:?}",
+            loaded.warnings
+        );
+    }
+
+    #[test]
+    fn bad_key_warns_with_file_and_key_and_keeps_the_rest() {
+        let root = tempfile::tempdir().unwrap();
+        write(
+            root.path(),
+            "[cpu]\ndevices = \"many\"\nthreads = 2\n[profiling]\nlevel = \"basic\"\n",
+        );
+        let loaded = load_config_from(root.path(), Vec::new());
+        assert_eq!(loaded.config.cpu.devices, 1);
+        assert_eq!(loaded.config.cpu.threads, 2);
+        assert_eq!(loaded.config.profiling.level, ProfileLevel::Basic);
+        assert_eq!(loaded.warnings.len(), 1);
+        let warning = &loaded.warnings[0];
+        assert!(
+            warning.contains(CONFIG_FILE_NAME) && warning.contains("cpu.devices"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let root = tempfile::tempdir().unwrap();
+        write(
+            root.path(),
+            "[cpu]\ndevices = 3\n[runtime]\ndevice_handle = \"threaded\"\n",
+        );
+        let env = vec![
+            ("CUBERT_CPU_DEVICES".to_string(), "5".to_string()),
+            (
+                "CUBERT_RUNTIME_DEVICE_HANDLE".to_string(),
+                "inline".to_string(),
+            ),
+            (
+                "CUBERT_MEMORY_SMALL_SEGMENT".to_string(),
+                "4 MiB".to_string(),
+            ),
+            ("CUBERT_BACKEND".to_string(), "cuda".to_string()),
+            ("UNRELATED".to_string(), "x".to_string()),
+        ];
+        let loaded = load_config_from(root.path(), env);
+        assert_eq!(loaded.config.cpu.devices, 5);
+        assert_eq!(
+            loaded.config.runtime.device_handle,
+            DeviceHandleMode::Inline
+        );
+        assert_eq!(loaded.config.memory.small_segment, 4 << 20);
+        assert_eq!(loaded.config.runtime.backend, "cuda");
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn bad_environment_value_warns_with_variable_name() {
+        let root = tempfile::tempdir().unwrap();
+        let env = vec![("CUBERT_CPU_DEVICES".to_string(), "0".to_string())];
+        let loaded = load_config_from(root.path(), env);
+        assert_eq!(loaded.config.cpu.devices, 1);
+        assert!(loaded.warnings[0].contains("CUBERT_CPU_DEVICES"));
+    }
+}

@@ -1,0 +1,48 @@
+//! Configuration: `cubert.toml` and `CUBERT_*` environment variables.
+//!
+//! The file is found by walking up from the working directory (or named by `CUBERT_CONFIG`).
+//! Environment variables override it: `CUBERT_<SECTION>_<KEY>`, for example
+//! `CUBERT_CPU_DEVICES=4` or `CUBERT_PROFILING_LEVEL=basic`.
+//!
+//! Configuration never aborts the program. A file that isn't valid TOML, an unknown key or
+//! a value of the wrong kind gives a warning naming the file (or variable) and the key, and
+//! that setting keeps its default; every other setting still applies.
+//!
+//! ```toml
+//! [runtime]
+//! device_handle = "threaded"   # or "inline"
+//! backend = "cpu"              # default backend of the CLI and `cubert::default_client`
+//!
+//! [memory]
+//! rounding = 512
+//! small_segment = "2 MiB"
+//! idle_release_ms = 10000      # 0 keeps free segments forever
+//!
+//! [cpu]
+//! devices = 1                  # virtual CPU devices
+//! threads = 0                  # worker threads, 0 = one per core
+//! memory_limit = "auto"        # per device; "auto" = physical memory
+//!
+//! [profiling]
+//! level = "disabled"           # disabled | execution-only | basic | full
+//! output = "stdout"            # stdout | stderr | a file path
+//!
+//! [logging]
+//! level = "warn"
+//!
+//! [compilation]
+//! bounds_check = "auto"        # enforce | validate | auto (for launch_unchecked)
+//! ```
+
+mod load;
+mod schema;
+
+pub use load::{
+    CONFIG_FILE_NAME, LoadedConfig, find_config_file, global_config, load_config, load_config_from,
+    report_warnings, set_global_config,
+};
+pub use schema::{
+    AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
+    DeviceHandleMode, LogOutput, LoggingConfig, MemoryConfig, ProfileLevel, ProfilingConfig,
+    RuntimeConfig, parse_bytes,
+};

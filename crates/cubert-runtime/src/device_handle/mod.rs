@@ -1,0 +1,414 @@
+//! The device handle: how work reaches a device's server, in order, from any thread.
+//!
+//! Two modes ([`DeviceHandleMode`]):
+//!
+//! - **Threaded**: one runner thread per device owns the server and runs submitted tasks in
+//!   order. Every submit wakes the runner (no batching), so a lone submit never waits for a
+//!   flush. `submit` returns at once; `submit_blocking` waits for the task's result.
+//! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
+//!   single-threaded programs and tests.
+//!
+//! In both modes:
+//!
+//! - a panic inside a task is caught: a blocking call returns it as an error, a
+//!   fire-and-forget task leaves it for the next `flush`/`sync`/`read`, and the device keeps
+//!   serving;
+//! - `exclusive(f)` runs `f` on the caller's thread with no other thread's work interleaved
+//!   (the runner pauses, or the gate is held); calls `f` makes on the same device run inline;
+//! - a call made from inside a running server task on the same device doesn't deadlock:
+//!   `submit` runs right after the current task, `submit_blocking` returns
+//!   [`CallError::Reentrant`].
+
+mod gate;
+mod marks;
+mod registry;
+
+pub use crate::config::DeviceHandleMode;
+
+use crate::device::DeviceId;
+use crate::error::ServerError;
+use crate::server::{ComputeServer, ServerUtilities};
+use gate::ReentrantGate;
+use marks::{BorrowMark, OwnMark, is_borrowed, is_owned};
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Why a call to the device could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The runner thread is gone.
+    Disconnected,
+    /// The task panicked; the message is attached.
+    Panicked(String),
+    /// A blocking call was made from inside a task running on the same device.
+    Reentrant,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Disconnected => f.write_str("the device's runner thread has stopped"),
+            CallError::Panicked(message) => write!(f, "the task panicked: {message}"),
+            CallError::Reentrant => f.write_str(
+                "a blocking call was made from inside a task running on the same device; \
+                 submit it instead, or call from outside the task",
+            ),
+        }
+    }
+}
+
+impl From<CallError> for ServerError {
+    fn from(value: CallError) -> Self {
+        ServerError::generic(value.to_string())
+    }
+}
+
+type Task<S> = Box<dyn FnOnce(&mut S) + Send>;
+
+enum Message<S> {
+    Task(Task<S>),
+    Pause {
+        paused: SyncSender<()>,
+        resume: Receiver<()>,
+    },
+}
+
+/// What the runner and the handles share.
+struct Core<S> {
+    key: u64,
+    device_id: DeviceId,
+    server: Mutex<S>,
+    deferred: Mutex<VecDeque<Task<S>>>,
+    async_errors: Mutex<Vec<ServerError>>,
+}
+
+struct HandleInner<S: ComputeServer> {
+    core: Arc<Core<S>>,
+    utilities: Arc<ServerUtilities<S>>,
+    mode: DeviceHandleMode,
+    sender: Option<Sender<Message<S>>>,
+    gate: ReentrantGate,
+}
+
+/// A handle to a device's server. Clones share the device.
+pub struct DeviceHandle<S: ComputeServer> {
+    inner: Arc<HandleInner<S>>,
+}
+
+impl<S: ComputeServer> Clone for DeviceHandle<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S: ComputeServer> fmt::Debug for DeviceHandle<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceHandle")
+            .field("device", &self.inner.core.device_id)
+            .field("mode", &self.inner.mode)
+            .finish()
+    }
+}
+
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".to_string()
+    }
+}
+
+impl<S> Core<S> {
+    fn push_error(&self, error: ServerError) {
+        self.async_errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(error);
+    }
+
+    /// Runs `task` with the server locked, then every task it deferred.
+    fn run(&self, task: Task<S>) {
+        let mut next = Some(task);
+        while let Some(task) = next {
+            {
+                let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+                let _mark = BorrowMark::new(self.key);
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| task(&mut server))) {
+                    let message = panic_message(payload.as_ref());
+                    log::error!("a task on {:?} panicked: {message}", self.device_id);
+                    self.push_error(ServerError::generic(format!(
+                        "a task on {:?} panicked: {message} (the device keeps serving)",
+                        self.device_id
+                    )));
+                }
+            }
+            next = self
+                .deferred
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop_front();
+        }
+    }
+
+    /// Runs `task` with the server locked and returns its result, catching a panic.
+    fn call<R>(&self, task: impl FnOnce(&mut S) -> R) -> Result<R, CallError> {
+        let result = {
+            let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+            let _mark = BorrowMark::new(self.key);
+            catch_unwind(AssertUnwindSafe(|| task(&mut server)))
+                .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())))
+        };
+        let deferred = self
+            .deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        if let Some(task) = deferred {
+            self.run(task);
+        }
+        result
+    }
+}
+
+fn runner_loop<S>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
+    while let Ok(message) = receiver.recv() {
+        match message {
+            Message::Task(task) => core.run(task),
+            Message::Pause { paused, resume } => {
+                if paused.send(()).is_ok() {
+                    // Ends when the exclusive section sends or drops its sender.
+                    let _ = resume.recv();
+                }
+            }
+        }
+    }
+}
+
+/// Ends an exclusive section of a threaded device: resumes the runner.
+struct Resume {
+    _resume: SyncSender<()>,
+    _mark: OwnMark,
+}
+
+impl<S: ComputeServer> DeviceHandle<S> {
+    /// A handle over `server`, not registered for other clients to find.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the runner thread can't be started.
+    pub fn new(server: S, mode: DeviceHandleMode) -> Result<Self, ServerError> {
+        let device_id = server_device_id(&server);
+        let utilities = server.utilities();
+        let core = Arc::new(Core {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            device_id,
+            server: Mutex::new(server),
+            deferred: Mutex::new(VecDeque::new()),
+            async_errors: Mutex::new(Vec::new()),
+        });
+        let sender = match mode {
+            DeviceHandleMode::Inline => None,
+            DeviceHandleMode::Threaded => {
+                let (sender, receiver) = mpsc::channel();
+                let runner_core = core.clone();
+                std::thread::Builder::new()
+                    .name(format!(
+                        "cubert-{}-{}",
+                        device_id.type_id, device_id.index_id
+                    ))
+                    .spawn(move || runner_loop(runner_core, receiver))
+                    .map_err(|error| {
+                        ServerError::generic(format!(
+                            "can't start the runner thread of {device_id:?}: {error}"
+                        ))
+                    })?;
+                Some(sender)
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(HandleInner {
+                core,
+                utilities,
+                mode,
+                sender,
+                gate: ReentrantGate::default(),
+            }),
+        })
+    }
+
+    /// The device.
+    pub fn device_id(&self) -> DeviceId {
+        self.inner.core.device_id
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> DeviceHandleMode {
+        self.inner.mode
+    }
+
+    /// Whether work runs on the caller's thread (inline mode).
+    pub fn is_blocking(&self) -> bool {
+        self.inner.mode == DeviceHandleMode::Inline
+    }
+
+    /// The server's utilities.
+    pub fn utilities(&self) -> Arc<ServerUtilities<S>> {
+        self.inner.utilities.clone()
+    }
+
+    fn key(&self) -> u64 {
+        self.inner.core.key
+    }
+
+    /// Queues `task`. Returns at once in threaded mode.
+    pub fn submit(&self, task: impl FnOnce(&mut S) + Send + 'static) {
+        let core = &self.inner.core;
+        if is_borrowed(core.key) {
+            core.deferred
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back(Box::new(task));
+            return;
+        }
+        if is_owned(core.key) {
+            core.run(Box::new(task));
+            return;
+        }
+        match &self.inner.sender {
+            Some(sender) => {
+                if sender.send(Message::Task(Box::new(task))).is_err() {
+                    core.push_error(CallError::Disconnected.into());
+                }
+            }
+            None => {
+                let _gate = self.inner.gate.enter();
+                core.run(Box::new(task));
+            }
+        }
+    }
+
+    /// Queues `task`; if it returns an error, the error is returned by the next
+    /// `flush`/`sync`/`read` of any client of this device.
+    pub fn submit_fallible(
+        &self,
+        task: impl FnOnce(&mut S) -> Result<(), ServerError> + Send + 'static,
+    ) {
+        let core = self.inner.core.clone();
+        self.submit(move |server| {
+            if let Err(error) = task(server) {
+                core.push_error(error);
+            }
+        });
+    }
+
+    /// Runs `task` after everything queued before it and returns its result.
+    ///
+    /// # Errors
+    /// [`CallError`] if the task panicked, the runner is gone, or the call is made from
+    /// inside a task of the same device.
+    pub fn submit_blocking<R: Send + 'static>(
+        &self,
+        task: impl FnOnce(&mut S) -> R + Send + 'static,
+    ) -> Result<R, CallError> {
+        let core = &self.inner.core;
+        if is_borrowed(core.key) {
+            return Err(CallError::Reentrant);
+        }
+        if is_owned(core.key) {
+            return core.call(task);
+        }
+        match &self.inner.sender {
+            Some(sender) => {
+                let (reply, answer) = mpsc::sync_channel(1);
+                let wrapped = move |server: &mut S| {
+                    let result = catch_unwind(AssertUnwindSafe(|| task(server)))
+                        .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())));
+                    let _ = reply.send(result);
+                };
+                sender
+                    .send(Message::Task(Box::new(wrapped)))
+                    .map_err(|_| CallError::Disconnected)?;
+                answer.recv().map_err(|_| CallError::Disconnected)?
+            }
+            None => {
+                let _gate = self.inner.gate.enter();
+                core.call(task)
+            }
+        }
+    }
+
+    /// Runs `task` on the caller's thread with no other thread's work on this device
+    /// interleaved. Work `task` submits to this device runs inline, in order.
+    ///
+    /// # Errors
+    /// [`CallError`] if `task` panicked, the runner is gone, or the call is made from inside
+    /// a task of the same device.
+    pub fn exclusive<R>(&self, task: impl FnOnce() -> R) -> Result<R, CallError> {
+        let key = self.key();
+        if is_borrowed(key) {
+            return Err(CallError::Reentrant);
+        }
+        let run = |task: Box<dyn FnOnce() -> R + '_>| {
+            catch_unwind(AssertUnwindSafe(task))
+                .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())))
+        };
+        if is_owned(key) {
+            return run(Box::new(task));
+        }
+        match &self.inner.sender {
+            Some(sender) => {
+                let (paused_sender, paused) = mpsc::sync_channel(1);
+                let (resume_sender, resume) = mpsc::sync_channel(1);
+                sender
+                    .send(Message::Pause {
+                        paused: paused_sender,
+                        resume,
+                    })
+                    .map_err(|_| CallError::Disconnected)?;
+                paused.recv().map_err(|_| CallError::Disconnected)?;
+                let _resume = Resume {
+                    _resume: resume_sender,
+                    _mark: OwnMark::new(key),
+                };
+                run(Box::new(task))
+            }
+            None => {
+                let _gate = self.inner.gate.enter();
+                let _mark = OwnMark::new(key);
+                run(Box::new(task))
+            }
+        }
+    }
+
+    /// Takes the errors of fire-and-forget tasks that panicked or could not be delivered.
+    pub fn take_async_errors(&self) -> Vec<ServerError> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .core
+                .async_errors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Whether two handles reach the same device server.
+    pub fn same_device(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner.core, &other.inner.core)
+    }
+}
+
+fn server_device_id<S: ComputeServer>(server: &S) -> DeviceId {
+    server.utilities().device_id
+}
+
+pub use registry::{get_or_init_device, register_device};

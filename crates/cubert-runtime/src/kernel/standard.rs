@@ -1,0 +1,95 @@
+//! The standard kernels every backend ships, and their calling conventions.
+//!
+//! The CLI, the benchmarks and the backend-generic tests run the same workload on every
+//! backend through these. Each backend builds them with `Runtime::standard_kernel`; the
+//! launch helpers in `crate::ops` pack the arguments as described on each variant.
+//!
+//! Scalars are packed one per 64-bit info word, as the little-endian bytes of the value
+//! padded with zeros ([`encode_scalar`] / [`decode_scalar`]).
+
+use crate::elem::ElemType;
+use bytemuck::Pod;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A standard kernel and the element types it works on.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum StandardKernel {
+    /// Does nothing. No buffers, no info. Used to measure launch overhead.
+    Noop,
+    /// `out[i] = value` for `i < len`. Buffers `[out]`; info `[len, value]`.
+    Fill(ElemType),
+    /// `dst[i] = src[i]` for `i < len`. Buffers `[src, dst]`; info `[len]`.
+    Copy(ElemType),
+    /// `dst[i] = src[i] as to` for `i < len`. Buffers `[src, dst]`; info `[len]`.
+    Cast {
+        /// Source element type.
+        from: ElemType,
+        /// Destination element type.
+        to: ElemType,
+    },
+    /// `out[i] = lhs[i] + rhs[i]` for `i < len`. Buffers `[lhs, rhs, out]`; info `[len]`.
+    Add(ElemType),
+    /// `out[i] = lhs[i] * rhs[i]` for `i < len`. Buffers `[lhs, rhs, out]`; info `[len]`.
+    Mul(ElemType),
+    /// `out[r] = sum(input[r * cols .. (r + 1) * cols])` for `r < rows`: the sum of each row
+    /// of a row-major matrix. Buffers `[input, out]`; info `[rows, cols]`. One cube per row
+    /// (rows beyond the cube count are handled by striding).
+    ReduceSum(ElemType),
+    /// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n). Buffers
+    /// `[lhs, rhs, out]`; info `[m, k, n]`.
+    Matmul(ElemType),
+}
+
+impl StandardKernel {
+    /// A short name (`add_f32`, `cast_f32_i32`, ...).
+    pub fn name(&self) -> String {
+        match self {
+            StandardKernel::Noop => "noop".into(),
+            StandardKernel::Fill(elem) => format!("fill_{elem}"),
+            StandardKernel::Copy(elem) => format!("copy_{elem}"),
+            StandardKernel::Cast { from, to } => format!("cast_{from}_{to}"),
+            StandardKernel::Add(elem) => format!("add_{elem}"),
+            StandardKernel::Mul(elem) => format!("mul_{elem}"),
+            StandardKernel::ReduceSum(elem) => format!("reduce_sum_{elem}"),
+            StandardKernel::Matmul(elem) => format!("matmul_{elem}"),
+        }
+    }
+}
+
+impl fmt::Display for StandardKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Packs a scalar into an info word: its little-endian bytes, zero-padded.
+pub fn encode_scalar<T: Pod>(value: T) -> u64 {
+    let mut word = [0u8; 8];
+    let bytes = bytemuck::bytes_of(&value);
+    let len = bytes.len().min(8);
+    word[..len].copy_from_slice(&bytes[..len]);
+    u64::from_le_bytes(word)
+}
+
+/// Unpacks a scalar packed by [`encode_scalar`].
+pub fn decode_scalar<T: Pod>(word: u64) -> T {
+    let bytes = word.to_le_bytes();
+    let size = std::mem::size_of::<T>().min(8);
+    let mut value = T::zeroed();
+    bytemuck::bytes_of_mut(&mut value)[..size].copy_from_slice(&bytes[..size]);
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_round_trip_through_info_words() {
+        assert_eq!(decode_scalar::<f32>(encode_scalar(1.5f32)), 1.5);
+        assert_eq!(decode_scalar::<i32>(encode_scalar(-7i32)), -7);
+        assert_eq!(decode_scalar::<f64>(encode_scalar(-2.25f64)), -2.25);
+        assert_eq!(decode_scalar::<u8>(encode_scalar(200u8)), 200);
+    }
+}

@@ -1,0 +1,738 @@
+//! The memory manager of one device: binds handle ids to slices of pooled device memory.
+//!
+//! Requests are rounded up to `rounding` bytes and routed:
+//!
+//! - in `Persistent` mode, to the persistent pool: an exact-size block, never split;
+//! - otherwise first to a free persistent block of exactly that size, then to the small pool
+//!   (requests up to `small_max_request`, carved from `small_segment`-byte segments) or the
+//!   large pool (mid-size requests share `large_mid_segment`-byte segments, bigger ones get a
+//!   dedicated segment rounded to `large_round`).
+//!
+//! A request that no cached block serves allocates a segment from the storage. If the device
+//! has no room (or the configured capacity is reached), every cached segment that is
+//! entirely free is given back and the allocation is tried once more, with an exact-size
+//! segment if the normal one doesn't fit; then it fails with `IoError::OutOfMemory`. A request
+//! larger than the largest possible allocation fails at once with `IoError::BufferTooBig`.
+//!
+//! Segments that stay entirely free for `idle_release` are given back to the device.
+
+use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
+use super::mode::{MemoryAllocationMode, ModeTable};
+use super::ordering::{StreamOrdering, StreamPoint};
+use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};
+use crate::backtrace::BackTrace;
+use crate::error::IoError;
+use crate::handle::MemoryId;
+use crate::storage::{ComputeStorage, StorageHandle};
+use crate::stream::StreamId;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::time::{Duration, Instant};
+
+/// Tunables of the pools. Defaults follow what works for GPU workloads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryOptions {
+    /// Every request is rounded up to a multiple of this.
+    pub rounding: u64,
+    /// Largest request served by the small pool.
+    pub small_max_request: u64,
+    /// Segment size of the small pool.
+    pub small_segment: u64,
+    /// Largest request that shares a mid-size segment of the large pool.
+    pub large_mid_request: u64,
+    /// Size of the shared mid-size segments.
+    pub large_mid_segment: u64,
+    /// Rounding of dedicated large segments.
+    pub large_round: u64,
+    /// Smallest remainder split off a large block.
+    pub large_min_split: u64,
+    /// Entirely free segments untouched for this long are given back; `None` keeps them.
+    pub idle_release: Option<Duration>,
+}
+
+impl Default for MemoryOptions {
+    fn default() -> Self {
+        const MIB: u64 = 1 << 20;
+        Self {
+            rounding: 512,
+            small_max_request: MIB,
+            small_segment: 2 * MIB,
+            large_mid_request: 10 * MIB,
+            large_mid_segment: 20 * MIB,
+            large_round: 2 * MIB,
+            large_min_split: MIB,
+            idle_release: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+/// Hard limits of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// Largest single allocation.
+    pub max_allocation: u64,
+    /// Most bytes the manager may hold from the device, if limited.
+    pub capacity: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PoolKind {
+    Small,
+    Large,
+    Persistent,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slice {
+    pool: PoolKind,
+    taken: Taken,
+    requested: u64,
+    stream: StreamId,
+}
+
+/// What the manager knows about a live slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceInfo {
+    /// The requested bytes inside the device allocation.
+    pub storage: StorageHandle,
+    /// The stream the memory was reserved on.
+    pub stream: StreamId,
+}
+
+/// Hashes memory ids (sequential integers) with a multiplicative mix.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (value ^ (value >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by memory id.
+pub type IdMap<V> = HashMap<MemoryId, V, BuildHasherDefault<IdHasher>>;
+
+/// How often (in reservations) the idle-release clock is read.
+const CLOCK_EVERY: u64 = 256;
+
+/// Pools device memory for one device. See the module docs.
+pub struct MemoryManager<S: ComputeStorage> {
+    storage: S,
+    options: MemoryOptions,
+    limits: MemoryLimits,
+    small: BlockPool,
+    large: BlockPool,
+    persistent: BlockPool,
+    slices: IdMap<Slice>,
+    modes: ModeTable,
+    started: Instant,
+    tick_ms: u64,
+    last_idle_sweep_ms: u64,
+    reservations: u64,
+    peak_reserved: u64,
+    peak_in_use: u64,
+    storage_allocations: u64,
+    storage_deallocations: u64,
+}
+
+impl<S: ComputeStorage> MemoryManager<S> {
+    /// A manager over `storage`.
+    pub fn new(storage: S, options: MemoryOptions, limits: MemoryLimits) -> Self {
+        let small = BlockPool::new(PoolPolicy {
+            name: "small",
+            segments: SegmentRule::Fixed(options.small_segment),
+            min_split: options.rounding,
+            exact_only: false,
+        });
+        let large = BlockPool::new(PoolPolicy {
+            name: "large",
+            segments: SegmentRule::Tiered {
+                mid_request: options.large_mid_request,
+                mid_segment: options.large_mid_segment,
+                round: options.large_round,
+            },
+            min_split: options.large_min_split,
+            exact_only: false,
+        });
+        let persistent = BlockPool::new(PoolPolicy {
+            name: "persistent",
+            segments: SegmentRule::Exact,
+            min_split: u64::MAX,
+            exact_only: true,
+        });
+        Self {
+            storage,
+            options,
+            limits,
+            small,
+            large,
+            persistent,
+            slices: IdMap::default(),
+            modes: ModeTable::default(),
+            started: Instant::now(),
+            tick_ms: 0,
+            last_idle_sweep_ms: 0,
+            reservations: 0,
+            peak_reserved: 0,
+            peak_in_use: 0,
+            storage_allocations: 0,
+            storage_deallocations: 0,
+        }
+    }
+
+    /// The storage.
+    pub fn storage(&mut self) -> &mut S {
+        &mut self.storage
+    }
+
+    /// The storage, read-only.
+    pub fn storage_ref(&self) -> &S {
+        &self.storage
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> MemoryLimits {
+        self.limits
+    }
+
+    /// The allocation modes of the streams.
+    pub fn modes(&mut self) -> &mut ModeTable {
+        &mut self.modes
+    }
+
+    /// Whether `id` is bound to a slice.
+    pub fn contains(&self, id: MemoryId) -> bool {
+        self.slices.contains_key(&id)
+    }
+
+    /// Number of live slices.
+    pub fn live_slices(&self) -> usize {
+        self.slices.len()
+    }
+
+    fn alignment(&self) -> u64 {
+        self.options.rounding.max(self.storage.alignment()).max(1)
+    }
+
+    fn pool(&mut self, kind: PoolKind) -> &mut BlockPool {
+        match kind {
+            PoolKind::Small => &mut self.small,
+            PoolKind::Large => &mut self.large,
+            PoolKind::Persistent => &mut self.persistent,
+        }
+    }
+
+    fn pool_ref(&self, kind: PoolKind) -> &BlockPool {
+        match kind {
+            PoolKind::Small => &self.small,
+            PoolKind::Large => &self.large,
+            PoolKind::Persistent => &self.persistent,
+        }
+    }
+
+    fn update_clock(&mut self) {
+        self.tick_ms = self.started.elapsed().as_millis() as u64;
+    }
+
+    /// Binds `id` to a slice of at least `size` bytes for use on `stream`.
+    ///
+    /// # Errors
+    /// - [`IoError::InvalidArgument`] if `size` is 0 or `id` is already bound;
+    /// - [`IoError::BufferTooBig`] if no allocation can ever hold `size` bytes;
+    /// - [`IoError::OutOfMemory`] if the device has no room after giving back cached memory.
+    pub fn reserve(
+        &mut self,
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<(), IoError> {
+        if size == 0 {
+            return Err(IoError::invalid(
+                "can't reserve 0 bytes: every allocation must hold at least one byte",
+            ));
+        }
+        if self.slices.contains_key(&id) {
+            return Err(IoError::invalid(format!("{id} is already bound to memory")));
+        }
+        let rounded = round_up(size, self.alignment())
+            .filter(|rounded| *rounded <= self.limits.max_allocation)
+            .ok_or_else(|| IoError::BufferTooBig {
+                size,
+                max: self.limits.max_allocation,
+                backtrace: BackTrace::capture(),
+            })?;
+        self.reservations += 1;
+        if self.reservations % CLOCK_EVERY == 0 {
+            self.update_clock();
+            self.release_idle(ordering);
+        }
+        let tick = self.tick_ms;
+        let (pool, taken) = match self.modes.current(stream) {
+            MemoryAllocationMode::Persistent => {
+                let kind = PoolKind::Persistent;
+                let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
+                (kind, taken)
+            }
+            MemoryAllocationMode::Auto => {
+                match self
+                    .persistent
+                    .reserve_cached(rounded, size, stream, ordering, tick)
+                {
+                    Some(taken) => (PoolKind::Persistent, taken),
+                    None => {
+                        let kind = if rounded <= self.options.small_max_request {
+                            PoolKind::Small
+                        } else {
+                            PoolKind::Large
+                        };
+                        let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
+                        (kind, taken)
+                    }
+                }
+            }
+        };
+        self.slices.insert(
+            id,
+            Slice {
+                pool,
+                taken,
+                requested: size,
+                stream,
+            },
+        );
+        let usage = self.usage();
+        self.peak_in_use = self.peak_in_use.max(usage.bytes_in_use);
+        Ok(())
+    }
+
+    fn reserve_in(
+        &mut self,
+        kind: PoolKind,
+        rounded: u64,
+        requested: u64,
+        stream: StreamId,
+        ordering: &mut dyn StreamOrdering,
+        tick: u64,
+    ) -> Result<Taken, IoError> {
+        if let Some(taken) = self
+            .pool(kind)
+            .reserve_cached(rounded, requested, stream, ordering, tick)
+        {
+            return Ok(taken);
+        }
+        let segment_size = self.pool_ref(kind).policy().segments.segment_size(rounded);
+        let segment_size = segment_size.min(self.limits.max_allocation).max(rounded);
+        let (storage, segment_size) =
+            self.allocate_segment(segment_size, rounded, requested, ordering)?;
+        Ok(self
+            .pool(kind)
+            .reserve_in_new_segment(storage, segment_size, rounded, requested, tick))
+    }
+
+    fn try_allocate(&mut self, size: u64) -> Result<crate::storage::StorageId, IoError> {
+        if let Some(capacity) = self.limits.capacity {
+            let reserved = self.reserved();
+            if reserved.saturating_add(size) > capacity {
+                return Err(IoError::OutOfMemory {
+                    requested: size,
+                    reserved,
+                    free: capacity.saturating_sub(reserved),
+                    reason: format!(
+                        "the device's memory limit of {} is reached",
+                        format_bytes(capacity)
+                    ),
+                    backtrace: BackTrace::capture(),
+                });
+            }
+        }
+        let id = self.storage.alloc(size)?;
+        self.storage_allocations += 1;
+        self.peak_reserved = self.peak_reserved.max(self.reserved() + size);
+        Ok(id)
+    }
+
+    fn allocate_segment(
+        &mut self,
+        segment_size: u64,
+        rounded: u64,
+        requested: u64,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<(crate::storage::StorageId, u64), IoError> {
+        match self.try_allocate(segment_size) {
+            Ok(id) => return Ok((id, segment_size)),
+            Err(IoError::OutOfMemory { .. }) => {}
+            Err(other) => return Err(other),
+        }
+        // Give back everything cached and try once more, exact-size if need be.
+        self.cleanup(ordering);
+        self.storage.flush();
+        let mut attempt = self.try_allocate(segment_size).map(|id| (id, segment_size));
+        if rounded < segment_size && matches!(attempt, Err(IoError::OutOfMemory { .. })) {
+            attempt = self.try_allocate(rounded).map(|id| (id, rounded));
+        }
+        let last_error = match attempt {
+            Ok(allocated) => return Ok(allocated),
+            Err(IoError::OutOfMemory { reason, .. }) => reason,
+            Err(other) => return Err(other),
+        };
+        let reserved = self.reserved();
+        let free = self
+            .storage
+            .free_memory()
+            .or_else(|| self.limits.capacity.map(|c| c.saturating_sub(reserved)))
+            .unwrap_or(0);
+        Err(IoError::OutOfMemory {
+            requested,
+            reserved,
+            free,
+            reason: last_error,
+            backtrace: BackTrace::capture(),
+        })
+    }
+
+    /// Frees the slice bound to `id`. `points` say which stream work may still use it (empty
+    /// when all queued work is complete). Returns `false` if `id` was not bound.
+    pub fn release(&mut self, id: MemoryId, points: Vec<StreamPoint>) -> bool {
+        let Some(slice) = self.slices.remove(&id) else {
+            return false;
+        };
+        let tick = self.tick_ms;
+        self.pool(slice.pool)
+            .free(slice.taken.segment, slice.taken.offset, points, tick)
+    }
+
+    /// The slice bound to `id`.
+    pub fn slice(&self, id: MemoryId) -> Option<SliceInfo> {
+        let slice = self.slices.get(&id)?;
+        let (storage, _) = self
+            .pool_ref(slice.pool)
+            .storage_of(slice.taken.segment, slice.taken.offset)?;
+        Some(SliceInfo {
+            storage: StorageHandle {
+                id: storage,
+                offset: slice.taken.offset,
+                size: slice.requested,
+            },
+            stream: slice.stream,
+        })
+    }
+
+    /// The device range of `size` bytes at `offset` inside the slice bound to `id`.
+    ///
+    /// # Errors
+    /// [`IoError::NotFound`] if `id` is not bound or the range is outside its slice.
+    pub fn resolve(&self, id: MemoryId, offset: u64, size: u64) -> Result<StorageHandle, IoError> {
+        let slice = self.slice(id).ok_or_else(|| {
+            IoError::not_found(format!("{id} is not bound to memory on this device"))
+        })?;
+        slice.storage.sub_range(offset, size).ok_or_else(|| {
+            IoError::not_found(format!(
+                "bytes {offset}..{} are outside the {} bytes of {id}",
+                offset.saturating_add(size),
+                slice.storage.size
+            ))
+        })
+    }
+
+    /// Gives back every entirely free segment whose stream points are complete. Returns the
+    /// number of bytes given back.
+    pub fn cleanup(&mut self, ordering: &mut dyn StreamOrdering) -> u64 {
+        self.release_where(ordering, |_| false)
+    }
+
+    /// Gives back entirely free segments untouched for the configured idle time.
+    pub fn release_idle(&mut self, ordering: &mut dyn StreamOrdering) -> u64 {
+        let Some(idle) = self.options.idle_release else {
+            return 0;
+        };
+        self.update_clock();
+        let idle_ms = idle.as_millis() as u64;
+        if self.tick_ms.saturating_sub(self.last_idle_sweep_ms) < idle_ms / 4 {
+            return 0;
+        }
+        self.last_idle_sweep_ms = self.tick_ms;
+        let now = self.tick_ms;
+        self.release_where(ordering, |touched| now.saturating_sub(touched) < idle_ms)
+    }
+
+    fn release_where(
+        &mut self,
+        ordering: &mut dyn StreamOrdering,
+        keep: impl Fn(u64) -> bool + Copy,
+    ) -> u64 {
+        let mut released: Vec<ReleasedSegment> = Vec::new();
+        released.extend(self.small.release_segments(ordering, keep));
+        released.extend(self.large.release_segments(ordering, keep));
+        released.extend(self.persistent.release_segments(ordering, keep));
+        let mut bytes = 0;
+        for segment in released {
+            self.storage.dealloc(segment.storage);
+            self.storage_deallocations += 1;
+            bytes += segment.size;
+        }
+        bytes
+    }
+
+    fn reserved(&self) -> u64 {
+        self.small.stats().bytes_reserved
+            + self.large.stats().bytes_reserved
+            + self.persistent.stats().bytes_reserved
+    }
+
+    /// Current usage.
+    pub fn usage(&self) -> MemoryUsage {
+        [&self.small, &self.large, &self.persistent]
+            .iter()
+            .map(|pool| {
+                let stats = pool.stats();
+                MemoryUsage {
+                    number_allocs: stats.allocations,
+                    bytes_in_use: stats.bytes_in_use,
+                    bytes_padding: stats.bytes_padding,
+                    bytes_reserved: stats.bytes_reserved,
+                }
+            })
+            .fold(MemoryUsage::default(), |acc, usage| acc.combine(&usage))
+    }
+
+    /// Usage per pool, with peaks and device allocation counts.
+    pub fn report(&self) -> MemoryReport {
+        let pools = [&self.small, &self.large, &self.persistent]
+            .iter()
+            .map(|pool| {
+                let stats = pool.stats();
+                let (free_blocks, largest_free_block) = pool.free_blocks();
+                PoolReport {
+                    name: pool.policy().name.to_string(),
+                    segments: stats.segments,
+                    bytes_reserved: stats.bytes_reserved,
+                    bytes_in_use: stats.bytes_in_use,
+                    bytes_padding: stats.bytes_padding,
+                    allocations: stats.allocations,
+                    free_blocks,
+                    largest_free_block,
+                }
+            })
+            .collect();
+        MemoryReport {
+            usage: self.usage(),
+            pools,
+            peak_bytes_reserved: self.peak_reserved,
+            peak_bytes_in_use: self.peak_in_use,
+            storage_allocations: self.storage_allocations,
+            storage_deallocations: self.storage_deallocations,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceId;
+    use crate::handle::{HandleFactory, ReleaseQueue};
+    use crate::memory::ordering::HostOrdering;
+    use crate::storage::StorageId;
+    use std::collections::HashMap;
+
+    const MIB: u64 = 1 << 20;
+
+    /// Counts allocations; refuses those that would exceed `limit` bytes in total.
+    #[derive(Default)]
+    struct CountingStorage {
+        live: HashMap<u64, u64>,
+        next: u64,
+        limit: Option<u64>,
+    }
+
+    impl ComputeStorage for CountingStorage {
+        type Resource = ();
+        fn alignment(&self) -> u64 {
+            256
+        }
+        fn alloc(&mut self, size: u64) -> Result<StorageId, IoError> {
+            let live: u64 = self.live.values().sum();
+            if self.limit.is_some_and(|limit| live + size > limit) {
+                return Err(IoError::OutOfMemory {
+                    requested: size,
+                    reserved: live,
+                    free: 0,
+                    reason: "test storage is full".into(),
+                    backtrace: BackTrace::none(),
+                });
+            }
+            self.next += 1;
+            self.live.insert(self.next, size);
+            Ok(StorageId(self.next))
+        }
+        fn dealloc(&mut self, id: StorageId) {
+            self.live.remove(&id.0);
+        }
+        fn get(&mut self, _handle: &StorageHandle) -> Option<()> {
+            Some(())
+        }
+    }
+
+    fn manager(limit: Option<u64>) -> MemoryManager<CountingStorage> {
+        MemoryManager::new(
+            CountingStorage {
+                limit,
+                ..Default::default()
+            },
+            MemoryOptions::default(),
+            MemoryLimits {
+                max_allocation: 64 * MIB,
+                capacity: None,
+            },
+        )
+    }
+
+    fn ids(n: usize) -> Vec<MemoryId> {
+        let factory = HandleFactory::new(DeviceId::new(0, 0), ReleaseQueue::new());
+        (0..n)
+            .map(|_| factory.mint(StreamId::new(0), 1).id())
+            .collect()
+    }
+
+    #[test]
+    fn dropped_slice_is_reused_on_same_stream() {
+        let mut memory = manager(None);
+        let stream = StreamId::new(0);
+        let [a, b] = ids(2).try_into().unwrap();
+        memory.reserve(a, 4096, stream, &mut HostOrdering).unwrap();
+        let first = memory.slice(a).unwrap().storage;
+        memory.release(a, Vec::new());
+        memory.reserve(b, 4096, stream, &mut HostOrdering).unwrap();
+        assert_eq!(memory.slice(b).unwrap().storage, first);
+        assert_eq!(memory.report().storage_allocations, 1);
+    }
+
+    #[test]
+    fn usage_returns_to_baseline_after_release_and_cleanup() {
+        let mut memory = manager(None);
+        let stream = StreamId::new(0);
+        let all = ids(50);
+        for (i, id) in all.iter().enumerate() {
+            memory
+                .reserve(
+                    *id,
+                    1 + (i as u64 * 7919) % (3 * MIB),
+                    stream,
+                    &mut HostOrdering,
+                )
+                .unwrap();
+        }
+        assert_eq!(memory.usage().number_allocs, 50);
+        for id in all {
+            assert!(memory.release(id, Vec::new()));
+        }
+        memory.cleanup(&mut HostOrdering);
+        assert_eq!(memory.usage(), MemoryUsage::default());
+        assert!(memory.storage_ref().live.is_empty());
+    }
+
+    #[test]
+    fn oversized_request_is_buffer_too_big_not_out_of_memory() {
+        let mut memory = manager(None);
+        let [id] = ids(1).try_into().unwrap();
+        let error = memory
+            .reserve(id, 65 * MIB, StreamId::new(0), &mut HostOrdering)
+            .unwrap_err();
+        assert!(matches!(error, IoError::BufferTooBig { .. }), "{error}");
+        let error = memory
+            .reserve(id, u64::MAX, StreamId::new(0), &mut HostOrdering)
+            .unwrap_err();
+        assert!(matches!(error, IoError::BufferTooBig { .. }), "{error}");
+    }
+
+    #[test]
+    fn full_device_frees_cache_and_retries_before_out_of_memory() {
+        let mut memory = manager(Some(24 * MIB));
+        let stream = StreamId::new(0);
+        let [a, b, c] = ids(3).try_into().unwrap();
+        // 16 MiB dedicated segment, then freed: cached.
+        memory
+            .reserve(a, 16 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        memory.release(a, Vec::new());
+        // 12 MiB needs a new segment (the cached 16 MiB block is reused instead: best fit).
+        memory
+            .reserve(b, 12 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        memory.release(b, Vec::new());
+        // 20 MiB doesn't fit next to the cached 16 MiB: the cache is released and it retries.
+        memory
+            .reserve(c, 20 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        assert_eq!(memory.report().storage_deallocations, 1);
+        // Now the device is full: a further request fails with OutOfMemory, and the manager
+        // still works afterwards.
+        let [d] = ids(1).try_into().unwrap();
+        let error = memory
+            .reserve(d, 8 * MIB, stream, &mut HostOrdering)
+            .unwrap_err();
+        assert!(matches!(error, IoError::OutOfMemory { .. }), "{error}");
+        memory.release(c, Vec::new());
+        memory
+            .reserve(d, 8 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+    }
+
+    #[test]
+    fn persistent_mode_gets_exact_blocks_outside_dynamic_pools() {
+        let mut memory = manager(None);
+        let stream = StreamId::new(0);
+        let [a, b] = ids(2).try_into().unwrap();
+        memory
+            .modes()
+            .push(stream, MemoryAllocationMode::Persistent);
+        memory.reserve(a, 3000, stream, &mut HostOrdering).unwrap();
+        memory.modes().pop(stream);
+        let report = memory.report();
+        assert_eq!(report.pools[2].allocations, 1);
+        assert_eq!(report.pools[2].bytes_reserved, 3072);
+        assert_eq!(report.pools[0].segments, 0);
+        // A freed persistent block serves a later exact-size request in auto mode.
+        memory.release(a, Vec::new());
+        memory.reserve(b, 3000, stream, &mut HostOrdering).unwrap();
+        assert_eq!(memory.report().pools[2].allocations, 1);
+        assert_eq!(memory.report().storage_allocations, 1);
+    }
+
+    #[test]
+    fn resolve_rejects_ranges_outside_the_slice() {
+        let mut memory = manager(None);
+        let [a] = ids(1).try_into().unwrap();
+        memory
+            .reserve(a, 100, StreamId::new(0), &mut HostOrdering)
+            .unwrap();
+        assert!(memory.resolve(a, 0, 100).is_ok());
+        assert!(matches!(
+            memory.resolve(a, 50, 51),
+            Err(IoError::NotFound { .. })
+        ));
+        memory.release(a, Vec::new());
+        assert!(matches!(
+            memory.resolve(a, 0, 1),
+            Err(IoError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn zero_size_request_is_an_error() {
+        let mut memory = manager(None);
+        let [a] = ids(1).try_into().unwrap();
+        let error = memory
+            .reserve(a, 0, StreamId::new(0), &mut HostOrdering)
+            .unwrap_err();
+        assert!(matches!(error, IoError::InvalidArgument { .. }));
+    }
+}

@@ -1,0 +1,18 @@
+//! Pooled, stream-aware device memory.
+//!
+//! [`MemoryManager`] binds handle ids to slices of device memory it pools in three
+//! [`block_pool::BlockPool`]s (small, large, persistent). See `manager` for the routing and
+//! out-of-memory policy, `block_pool` for best fit with splitting and coalescing, `ordering`
+//! for when a freed slice may be reused by another stream, and `mode` for persistent
+//! allocation windows.
+
+pub mod block_pool;
+mod manager;
+mod mode;
+mod ordering;
+mod usage;
+
+pub use manager::{IdHasher, IdMap, MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
+pub use mode::{MemoryAllocationMode, ModeTable};
+pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};
+pub use usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};

@@ -1,0 +1,231 @@
+//! Launch helpers for the standard kernels.
+//!
+//! Each helper builds the runtime's standard kernel, packs the buffers and info as
+//! `kernel::standard` documents, picks a cube count, and launches on the client's stream.
+//! Backend-generic code (tests, the CLI, benchmarks) runs the same workload on every
+//! backend through them.
+//!
+//! Elementwise kernels loop over their share of the elements, so any cube count is correct;
+//! the count is chosen per device: a few cubes per core on CPUs (each cube takes one
+//! contiguous chunk), enough to fill every SM on GPUs.
+
+use crate::client::ComputeClient;
+use crate::elem::{ElemType, Element};
+use crate::error::LaunchError;
+use crate::handle::Handle;
+use crate::kernel::standard::{StandardKernel, encode_scalar};
+use crate::kernel::{CubeCount, KernelArguments, KernelMetadata, MetadataBindingInfo};
+use crate::properties::DeviceProperties;
+use crate::runtime::Runtime;
+
+/// Most cubes worth dispatching for `work_items` items on `properties`' device, each cube
+/// taking `per_cube` items.
+pub fn spread_cube_count(properties: &DeviceProperties, work_items: u64, per_cube: u32) -> u32 {
+    let hardware = &properties.hardware;
+    let wanted = work_items.div_ceil(u64::from(per_cube.max(1))).max(1);
+    let cap = match (
+        hardware.num_cpu_cores,
+        hardware.num_streaming_multiprocessors,
+    ) {
+        (Some(cores), _) => u64::from(cores) * 4,
+        (None, Some(sms)) => u64::from(sms) * 32,
+        (None, None) => u64::from(hardware.max_cube_count.0),
+    };
+    wanted
+        .min(cap)
+        .min(u64::from(hardware.max_cube_count.0))
+        .max(1) as u32
+}
+
+fn word(len: usize) -> u64 {
+    len as u64
+}
+
+fn launch_standard<R: Runtime>(
+    client: &ComputeClient<R>,
+    kernel: StandardKernel,
+    buffers: &[&Handle],
+    info: Vec<u64>,
+    count: impl FnOnce(&DeviceProperties, &crate::kernel::CubeDim) -> CubeCount,
+) -> Result<(), LaunchError> {
+    let kernel = R::standard_kernel(kernel)?;
+    let count = count(client.properties(), &kernel.cube_dim());
+    let arguments = KernelArguments::new()
+        .with_buffers(buffers.iter().map(|h| h.to_binding()).collect())
+        .with_info(MetadataBindingInfo::custom(info));
+    client.launch(kernel, count, arguments)
+}
+
+fn elementwise_count(
+    len: usize,
+) -> impl FnOnce(&DeviceProperties, &crate::kernel::CubeDim) -> CubeCount {
+    move |properties, dim| {
+        CubeCount::new_1d(spread_cube_count(properties, len as u64, dim.num_elems()))
+    }
+}
+
+/// Launches the empty kernel once.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn noop<R: Runtime>(client: &ComputeClient<R>) -> Result<(), LaunchError> {
+    launch_standard(client, StandardKernel::Noop, &[], Vec::new(), |_, _| {
+        CubeCount::new_single()
+    })
+}
+
+/// `out[i] = value` for `i < len`.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn fill<R: Runtime, T: Element>(
+    client: &ComputeClient<R>,
+    out: &Handle,
+    len: usize,
+    value: T,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Fill(T::ELEM),
+        &[out],
+        vec![word(len), encode_scalar(value)],
+        elementwise_count(len),
+    )
+}
+
+/// `dst[i] = src[i]` for `i < len` elements of `elem`.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn copy<R: Runtime>(
+    client: &ComputeClient<R>,
+    src: &Handle,
+    dst: &Handle,
+    len: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Copy(elem),
+        &[src, dst],
+        vec![word(len)],
+        elementwise_count(len),
+    )
+}
+
+/// `dst[i] = src[i] as to` for `i < len`.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn cast<R: Runtime>(
+    client: &ComputeClient<R>,
+    src: &Handle,
+    dst: &Handle,
+    len: usize,
+    from: ElemType,
+    to: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Cast { from, to },
+        &[src, dst],
+        vec![word(len)],
+        elementwise_count(len),
+    )
+}
+
+/// `out[i] = lhs[i] + rhs[i]` for `i < len`.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn add<R: Runtime>(
+    client: &ComputeClient<R>,
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    len: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Add(elem),
+        &[lhs, rhs, out],
+        vec![word(len)],
+        elementwise_count(len),
+    )
+}
+
+/// `out[i] = lhs[i] * rhs[i]` for `i < len`.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn mul<R: Runtime>(
+    client: &ComputeClient<R>,
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    len: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Mul(elem),
+        &[lhs, rhs, out],
+        vec![word(len)],
+        elementwise_count(len),
+    )
+}
+
+/// `out[r] = sum of row r` of a row-major `rows × cols` matrix.
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+pub fn reduce_sum<R: Runtime>(
+    client: &ComputeClient<R>,
+    input: &Handle,
+    out: &Handle,
+    rows: usize,
+    cols: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::ReduceSum(elem),
+        &[input, out],
+        vec![word(rows), word(cols)],
+        move |properties, _| CubeCount::new_1d(spread_cube_count(properties, rows as u64, 1)),
+    )
+}
+
+/// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n).
+///
+/// # Errors
+/// As [`ComputeClient::launch`].
+#[allow(clippy::too_many_arguments)]
+pub fn matmul<R: Runtime>(
+    client: &ComputeClient<R>,
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    m: usize,
+    k: usize,
+    n: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    launch_standard(
+        client,
+        StandardKernel::Matmul(elem),
+        &[lhs, rhs, out],
+        vec![word(m), word(k), word(n)],
+        move |properties, dim| {
+            let max = properties.hardware.max_cube_count;
+            let x = (n as u64)
+                .div_ceil(u64::from(dim.x.max(1)))
+                .clamp(1, u64::from(max.0));
+            let y = (m as u64)
+                .div_ceil(u64::from(dim.y.max(1)))
+                .clamp(1, u64::from(max.1));
+            CubeCount::new_2d(x as u32, y as u32)
+        },
+    )
+}

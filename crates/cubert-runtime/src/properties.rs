@@ -1,0 +1,130 @@
+//! What a device is and can do: limits, memory, features, how it measures time.
+//!
+//! Backends fill [`DeviceProperties`] when a server starts (the CPU from the host and the
+//! config, CUDA from device attributes). Launch validation, layout policies, `CubeDim` and
+//! `CubeCountSelection` helpers and the autotune cache key all read them.
+
+use crate::elem::ElemType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// How a backend measures the duration of profiled work.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMethod {
+    /// Host clock around synchronized work.
+    System,
+    /// Device timestamps (events).
+    Device,
+}
+
+/// Limits of the compute hardware.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct HardwareProperties {
+    /// Widest load in bits a unit can do in one instruction.
+    pub load_width: u32,
+    /// Smallest plane (warp) size.
+    pub plane_size_min: u32,
+    /// Largest plane (warp) size.
+    pub plane_size_max: u32,
+    /// Most buffers one launch can bind.
+    pub max_bindings: u32,
+    /// Most shared memory one cube can use, in bytes.
+    pub max_shared_memory_size: usize,
+    /// Most cubes along x, y, z.
+    pub max_cube_count: (u32, u32, u32),
+    /// Most units in one cube.
+    pub max_units_per_cube: u32,
+    /// Most units along x, y, z of one cube.
+    pub max_cube_dim: (u32, u32, u32),
+    /// Streaming multiprocessors (GPUs).
+    pub num_streaming_multiprocessors: Option<u32>,
+    /// Cores running cubes (CPUs).
+    pub num_cpu_cores: Option<u32>,
+    /// Widest vector (elements) worth using.
+    pub max_vector_size: usize,
+    /// Compute capability (major, minor) on NVIDIA GPUs.
+    pub compute_capability: Option<(u32, u32)>,
+}
+
+/// Memory of the device.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct MemoryDeviceProperties {
+    /// Total memory of the device in bytes.
+    pub total_memory: u64,
+    /// Largest single allocation in bytes.
+    pub max_allocation_size: u64,
+    /// Alignment of every allocation in bytes.
+    pub alignment: u64,
+    /// Row alignment of pitched (optimized) tensors in bytes.
+    pub pitch_alignment: u64,
+}
+
+/// Optional capabilities.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Features {
+    /// Element types kernels can use.
+    pub types: BTreeSet<ElemType>,
+    /// Plane (warp) operations.
+    pub plane: bool,
+    /// Tensor memory accelerator (bulk tensor copies).
+    pub tma: bool,
+    /// Capturing launches into a graph and replaying it.
+    pub graphs: bool,
+    /// Direct copies between devices.
+    pub peer_to_peer: bool,
+    /// Collective operations (all-reduce, send/recv).
+    pub collectives: bool,
+}
+
+impl Features {
+    /// Whether kernels can use `elem`.
+    pub fn supports_type(&self, elem: ElemType) -> bool {
+        self.types.contains(&elem)
+    }
+}
+
+/// Everything the runtime knows about a device.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct DeviceProperties {
+    /// Human-readable device name.
+    pub name: String,
+    /// Compute limits.
+    pub hardware: HardwareProperties,
+    /// Memory.
+    pub memory: MemoryDeviceProperties,
+    /// Optional capabilities.
+    pub features: Features,
+    /// How durations are measured.
+    pub timing_method: TimingMethod,
+}
+
+impl DeviceProperties {
+    /// A stable 64-bit checksum of the properties (FNV-1a over their JSON form), identical
+    /// across processes and compiler versions: a key for on-disk caches.
+    pub fn checksum(&self) -> u64 {
+        let text = serde_json::to_string(self).unwrap_or_default();
+        fnv1a(text.as_bytes())
+    }
+}
+
+/// FNV-1a 64-bit hash: stable across processes and Rust versions.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_known_vector() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

@@ -1,0 +1,235 @@
+//! The compute server: the backend object that owns a device.
+//!
+//! A [`ComputeServer`] runs on its device's runner thread (or under its lock in inline mode)
+//! and is only ever reached through a `ComputeClient`. Fire-and-forget operations
+//! (`initialize_memory`, `write`, `launch`, `memory_cleanup`...) queue their errors on the
+//! stream; `flush`, `sync` and `read` on that stream return them.
+//!
+//! [`ServerUtilities`] is what the client may read without a round trip: the device's
+//! properties, its layout policy (to mint handles on the caller's thread), its logger, and
+//! an optional pinned staging provider that works without stalling the queue.
+
+mod communication;
+mod stream_errors;
+
+pub use communication::{CommunicationId, ReduceOperation, ServerCommunication};
+pub use stream_errors::StreamErrors;
+
+use crate::bytes::Bytes;
+use crate::config::BoundsCheckMode;
+use crate::copy::CopyDescriptor;
+use crate::device::DeviceId;
+use crate::error::{IoError, ProfileError, ServerError};
+use crate::future::DynFut;
+use crate::handle::{Binding, Handle};
+use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
+use crate::layout::MemoryLayoutPolicy;
+use crate::logging::ServerLogger;
+use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
+use crate::profile::{ProfileDuration, ProfilingToken};
+use crate::properties::DeviceProperties;
+use crate::storage::{ComputeStorage, ManagedResource};
+use crate::stream::StreamId;
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::{Arc, RwLock};
+
+/// Creates the server of a device the first time a client asks for it.
+pub trait DeviceService: Send + Sized + 'static {
+    /// Starts the server of `device_id`.
+    ///
+    /// # Errors
+    /// A [`ServerError`] saying why the device can't be used (missing driver, no such
+    /// device...).
+    fn init(device_id: DeviceId) -> Result<Self, ServerError>;
+}
+
+/// Allocates pinned (page-locked) host buffers without going through the device queue, so
+/// staging never stalls kernels already queued.
+pub trait StagingProvider: Send + Sync {
+    /// One buffer per size.
+    ///
+    /// # Errors
+    /// An [`IoError`] when pinned memory can't be had.
+    fn reserve(&self, sizes: &[usize]) -> Result<Vec<Bytes>, IoError>;
+}
+
+/// The backend object that owns a device. See the module docs.
+pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 'static {
+    /// Kernels this backend runs.
+    type Kernel: KernelMetadata;
+    /// Backend-specific information readable by clients.
+    type Info: Debug + Send + Sync + 'static;
+    /// How new tensors are laid out.
+    type MemoryLayoutPolicy: MemoryLayoutPolicy;
+    /// Raw device memory.
+    type Storage: ComputeStorage;
+
+    /// Binds `memory` (a whole allocation) to `size` bytes of device memory for `stream`.
+    /// Failure is queued on the stream.
+    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId);
+
+    /// Reserves staging buffers through the queue. Prefer
+    /// [`ServerUtilities::staging`], which doesn't stall the queue.
+    ///
+    /// # Errors
+    /// [`IoError::UnsupportedIoOperation`] where the backend has no staging memory.
+    fn staging(&mut self, _sizes: &[usize], _stream: StreamId) -> Result<Vec<Bytes>, ServerError> {
+        Err(ServerError::Io(IoError::UnsupportedIoOperation {
+            backtrace: crate::backtrace::BackTrace::capture(),
+        }))
+    }
+
+    /// The profiling logger.
+    fn logger(&self) -> Arc<ServerLogger>;
+
+    /// The utilities shared with clients.
+    fn utilities(&self) -> Arc<ServerUtilities<Self>>;
+
+    /// Reads the described data as dense bytes, after everything queued before on `stream`.
+    /// Errors queued on the stream are returned instead.
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>>;
+
+    /// Writes dense bytes to the described places. Failure is queued on the stream.
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId);
+
+    /// A future resolved when everything queued on `stream` is done, with the errors queued
+    /// on it.
+    fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>>;
+
+    /// The storage resource behind a binding.
+    ///
+    /// # Errors
+    /// [`IoError::NotFound`] (inside [`ServerError::Io`]) if the memory isn't bound here.
+    fn get_resource(
+        &mut self,
+        binding: Binding,
+        stream: StreamId,
+    ) -> Result<ManagedResource<<Self::Storage as ComputeStorage>::Resource>, ServerError>;
+
+    /// Runs `kernel` over `count` cubes with `arguments`. Failure is queued on the stream.
+    ///
+    /// # Safety
+    /// With [`ExecutionMode::Unchecked`] an out-of-bounds access of the kernel is undefined
+    /// behaviour: the caller guarantees the kernel stays in bounds.
+    unsafe fn launch(
+        &mut self,
+        kernel: Self::Kernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+        mode: ExecutionMode,
+        stream: StreamId,
+    );
+
+    /// Hands queued work on `stream` to the device and returns the errors queued on it.
+    ///
+    /// # Errors
+    /// The first error queued on the stream.
+    fn flush(&mut self, stream: StreamId) -> Result<(), ServerError>;
+
+    /// Current memory usage.
+    ///
+    /// # Errors
+    /// A [`ServerError`] if the device can't be queried.
+    fn memory_usage(&mut self, stream: StreamId) -> Result<MemoryUsage, ServerError>;
+
+    /// Memory usage per pool.
+    ///
+    /// # Errors
+    /// A [`ServerError`] if the device can't be queried.
+    fn memory_report(&mut self, stream: StreamId) -> Result<MemoryReport, ServerError>;
+
+    /// Gives back cached memory that no handle uses.
+    fn memory_cleanup(&mut self, stream: StreamId);
+
+    /// Starts a profile on `stream`.
+    ///
+    /// # Errors
+    /// A [`ServerError`] if timing can't start.
+    fn start_profile(&mut self, stream: StreamId) -> Result<ProfilingToken, ServerError>;
+
+    /// Ends the profile of `token`.
+    ///
+    /// # Errors
+    /// [`ProfileError::NotRegistered`] for an unknown token.
+    fn end_profile(
+        &mut self,
+        stream: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError>;
+
+    /// Sets the base allocation mode of `stream`.
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId);
+
+    /// Opens a nested allocation window in `mode` on `stream`.
+    fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId);
+
+    /// Closes the innermost allocation window of `stream`.
+    fn end_allocation_window(&mut self, stream: StreamId);
+}
+
+/// What clients read without a round trip to the device.
+pub struct ServerUtilities<S: ComputeServer> {
+    /// The device.
+    pub device_id: DeviceId,
+    /// Its properties.
+    pub properties: DeviceProperties,
+    /// Stable hash of the properties.
+    pub properties_hash: u64,
+    /// Backend information.
+    pub info: S::Info,
+    /// Profiling logger.
+    pub logger: Arc<ServerLogger>,
+    /// Layout policy (mints handles).
+    pub layout_policy: S::MemoryLayoutPolicy,
+    /// Bounds checking of `launch_unchecked`.
+    pub check_mode: BoundsCheckMode,
+    /// Communicators already initialized.
+    pub initialized_comms: RwLock<HashSet<CommunicationId>>,
+    /// Pinned staging, where the backend has it.
+    pub staging: Option<Arc<dyn StagingProvider>>,
+}
+
+impl<S: ComputeServer> ServerUtilities<S> {
+    /// Utilities for `device_id`.
+    pub fn new(
+        device_id: DeviceId,
+        properties: DeviceProperties,
+        logger: Arc<ServerLogger>,
+        info: S::Info,
+        layout_policy: S::MemoryLayoutPolicy,
+        check_mode: BoundsCheckMode,
+    ) -> Self {
+        Self {
+            device_id,
+            properties_hash: properties.checksum(),
+            properties,
+            info,
+            logger,
+            layout_policy,
+            check_mode,
+            initialized_comms: RwLock::new(HashSet::new()),
+            staging: None,
+        }
+    }
+
+    /// Adds a pinned staging provider.
+    pub fn with_staging(mut self, staging: Arc<dyn StagingProvider>) -> Self {
+        self.staging = Some(staging);
+        self
+    }
+}
+
+impl<S: ComputeServer> Debug for ServerUtilities<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerUtilities")
+            .field("device_id", &self.device_id)
+            .field("properties", &self.properties)
+            .field("info", &self.info)
+            .finish()
+    }
+}

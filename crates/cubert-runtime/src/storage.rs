@@ -1,0 +1,96 @@
+//! Raw device allocations.
+//!
+//! A [`ComputeStorage`] hands out whole allocations (host memory on the CPU, `cuMemAlloc` on
+//! CUDA). The memory manager carves them into slices; the storage never sees handles. A
+//! [`StorageHandle`] names a byte range inside one allocation.
+
+use crate::error::IoError;
+use crate::handle::Binding;
+use std::fmt;
+
+/// The id of one raw allocation of a storage.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct StorageId(pub u64);
+
+/// A byte range inside one raw allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct StorageHandle {
+    /// The allocation.
+    pub id: StorageId,
+    /// Offset of the range from the start of the allocation.
+    pub offset: u64,
+    /// Length of the range.
+    pub size: u64,
+}
+
+impl StorageHandle {
+    /// A sub-range `offset..offset + size` of this range, if it fits.
+    pub fn sub_range(&self, offset: u64, size: u64) -> Option<StorageHandle> {
+        let end = offset.checked_add(size)?;
+        (end <= self.size).then_some(StorageHandle {
+            id: self.id,
+            offset: self.offset + offset,
+            size,
+        })
+    }
+}
+
+/// Allocates and frees raw device memory.
+pub trait ComputeStorage: Send {
+    /// What a resolved range gives access to (a host pointer, a device pointer...).
+    type Resource: Send;
+
+    /// Alignment of every allocation, in bytes.
+    fn alignment(&self) -> u64;
+
+    /// Allocates `size` bytes.
+    ///
+    /// # Errors
+    /// [`IoError::OutOfMemory`] when the device has no room; other variants for other
+    /// failures.
+    fn alloc(&mut self, size: u64) -> Result<StorageId, IoError>;
+
+    /// Frees an allocation. Freeing an unknown id does nothing.
+    fn dealloc(&mut self, id: StorageId);
+
+    /// Resolves a range to a resource, or `None` if the allocation is unknown or the range
+    /// doesn't fit in it.
+    fn get(&mut self, handle: &StorageHandle) -> Option<Self::Resource>;
+
+    /// Bytes the device has free, if the storage can tell.
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
+
+    /// Completes deferred deallocations, if the storage defers them.
+    fn flush(&mut self) {}
+}
+
+/// A resolved resource that keeps its memory alive while the caller holds it.
+pub struct ManagedResource<R> {
+    resource: R,
+    _binding: Binding,
+}
+
+impl<R> ManagedResource<R> {
+    /// Pairs a resource with the binding that keeps its memory alive.
+    pub fn new(binding: Binding, resource: R) -> Self {
+        Self {
+            resource,
+            _binding: binding,
+        }
+    }
+
+    /// The resource.
+    pub fn resource(&self) -> &R {
+        &self.resource
+    }
+}
+
+impl<R: fmt::Debug> fmt::Debug for ManagedResource<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagedResource")
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
