@@ -1,1 +1,3 @@
+//! The `cubert` command (being written).
+
 fn main() {}

@@ -1,1 +1,33 @@
-//! placeholder
+//! The CPU backend of cubert: the embedded default, always available.
+//!
+//! Kernels are Rust functions run once per cube ([`CpuKernel`], [`CubeContext`]); cubes are
+//! spread over one worker thread per core and units are looped inside the cube. Device
+//! memory is pooled host memory. `[cpu] devices` virtual devices (default 1) let multi-device
+//! code run on any machine.
+//!
+//! ```
+//! use cubert_cpu::{CpuDevice, CpuRuntime};
+//! use cubert_runtime::{Bytes, ComputeClient, ElemType, ops};
+//!
+//! let client = ComputeClient::<CpuRuntime>::load(&CpuDevice::new(0)).unwrap();
+//! let lhs = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0])).unwrap();
+//! let rhs = client.create(Bytes::from_elems(vec![10.0f32, 20.0, 30.0])).unwrap();
+//! let out = client.empty(3 * 4).unwrap();
+//! ops::add(&client, &lhs, &rhs, &out, 3, ElemType::F32).unwrap();
+//! let sum = client.read_one(out).unwrap();
+//! assert_eq!(sum.to_elems::<f32>(), vec![11.0, 22.0, 33.0]);
+//! ```
+
+#![warn(missing_docs)]
+
+mod device;
+mod executor;
+pub mod kernel;
+pub mod kernels;
+pub mod properties;
+mod server;
+pub mod storage;
+
+pub use device::{CPU_DEVICE_TYPE, CpuDevice, CpuInfo, CpuRuntime, default_client};
+pub use kernel::{Buffer, CpuKernel, CubeContext, KernelError, UnitPos};
+pub use server::CpuServer;

@@ -243,7 +243,7 @@ pub fn pitched_layout(
     }
     let row_bytes = (shape[rank - 1] as u64).checked_mul(elem_size as u64)?;
     let pitch = round_up(row_bytes, pitch_alignment)?;
-    if pitch % elem_size as u64 != 0 {
+    if !pitch.is_multiple_of(elem_size as u64) {
         return Some((dense, contiguous_strides(shape)));
     }
     let rows: u64 = shape[..rank - 1]

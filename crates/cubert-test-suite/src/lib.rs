@@ -1,1 +1,1 @@
-//! placeholder
+//! Backend-generic behaviour tests (being written).

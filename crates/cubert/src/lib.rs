@@ -1,1 +1,33 @@
-//! placeholder
+//! cubert: a compute runtime for Rust.
+//!
+//! Pooled device memory, asynchronous launches on streams, host/device transfers,
+//! profiling and multi-device transfers, on the CPU (always available) and NVIDIA GPUs.
+//! This facade re-exports the runtime core and the backends.
+//!
+//! ```
+//! use cubert::{Bytes, ElemType, ops};
+//!
+//! let client = cubert::default_client()?;
+//! let data = client.create(Bytes::from_elems(vec![1.0f32; 1024]))?;
+//! let doubled = client.empty(1024 * 4)?;
+//! ops::add(&client, &data, &data, &doubled, 1024, ElemType::F32)?;
+//! let values = client.read_one(doubled)?.to_elems::<f32>();
+//! assert!(values.iter().all(|v| *v == 2.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub use cubert_runtime::*;
+
+/// The CPU backend.
+pub use cubert_cpu as cpu;
+pub use cubert_cpu::{CpuDevice, CpuRuntime};
+
+/// The client of the embedded default device: CPU device 0.
+///
+/// # Errors
+/// The server's start error.
+pub fn default_client() -> Result<ComputeClient<CpuRuntime>, ServerError> {
+    cubert_cpu::default_client()
+}

@@ -22,6 +22,7 @@
 //! devices = 1                  # virtual CPU devices
 //! threads = 0                  # worker threads, 0 = one per core
 //! memory_limit = "auto"        # per device; "auto" = physical memory
+//! pitch_alignment = 1          # row alignment of optimized tensors; 1 = dense
 //!
 //! [profiling]
 //! level = "disabled"           # disabled | execution-only | basic | full

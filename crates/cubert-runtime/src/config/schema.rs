@@ -106,6 +106,8 @@ pub struct CpuConfig {
     pub memory_limit: u64,
     /// Shared memory per cube in bytes.
     pub max_shared_memory: u64,
+    /// Row alignment in bytes of optimized (pitched) tensors; 1 keeps them dense.
+    pub pitch_alignment: u64,
 }
 
 impl Default for CpuConfig {
@@ -115,6 +117,7 @@ impl Default for CpuConfig {
             threads: 0,
             memory_limit: 0,
             max_shared_memory: 48 * 1024,
+            pitch_alignment: 1,
         }
     }
 }
@@ -332,6 +335,7 @@ impl CubertConfig {
                 }
             }
             ("cpu", "max_shared_memory") => self.cpu.max_shared_memory = bytes(value)?,
+            ("cpu", "pitch_alignment") => self.cpu.pitch_alignment = positive_bytes(value)?,
             ("profiling", "level") => {
                 self.profiling.level = match text(value)?.as_str() {
                     "disabled" | "off" => ProfileLevel::Disabled,

@@ -271,7 +271,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 backtrace: BackTrace::capture(),
             })?;
         self.reservations += 1;
-        if self.reservations % CLOCK_EVERY == 0 {
+        if self.reservations.is_multiple_of(CLOCK_EVERY) {
             self.update_clock();
             self.release_idle(ordering);
         }

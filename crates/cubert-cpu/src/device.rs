@@ -1,0 +1,85 @@
+//! CPU devices and the CPU runtime.
+//!
+//! The CPU backend offers `[cpu] devices` virtual devices (default 1). Each has its own
+//! server, memory pools and worker threads, so code written for several GPUs (`to_client`,
+//! collectives) runs and is tested on any machine.
+
+use crate::server::CpuServer;
+use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::{ComputeClient, Device, DeviceId, LaunchError, Runtime, ServerError};
+
+/// The `type_id` of CPU devices.
+pub const CPU_DEVICE_TYPE: u16 = 0;
+
+/// A virtual CPU device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CpuDevice {
+    /// Index among the virtual CPU devices.
+    pub index: u32,
+}
+
+impl CpuDevice {
+    /// Virtual device number `index`.
+    pub const fn new(index: u32) -> Self {
+        Self { index }
+    }
+}
+
+impl Device for CpuDevice {
+    fn to_id(&self) -> DeviceId {
+        DeviceId::new(CPU_DEVICE_TYPE, self.index)
+    }
+
+    fn from_id(id: DeviceId) -> Self {
+        Self { index: id.index_id }
+    }
+}
+
+/// What a CPU client can tell about its backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuInfo {
+    /// Number of virtual CPU devices configured.
+    pub device_count: u32,
+    /// Worker threads of this device.
+    pub threads: u32,
+    /// Memory this device may hold, in bytes.
+    pub memory_limit: u64,
+}
+
+/// The CPU runtime.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuRuntime;
+
+impl Runtime for CpuRuntime {
+    type Server = CpuServer;
+    type Device = CpuDevice;
+
+    fn name() -> &'static str {
+        "cpu"
+    }
+
+    fn enumerate_devices(type_id: u16, info: &CpuInfo) -> Vec<DeviceId> {
+        if type_id != CPU_DEVICE_TYPE {
+            return Vec::new();
+        }
+        (0..info.device_count)
+            .map(|index| DeviceId::new(CPU_DEVICE_TYPE, index))
+            .collect()
+    }
+
+    fn enumerate_all_devices(info: &CpuInfo) -> Vec<DeviceId> {
+        Self::enumerate_devices(CPU_DEVICE_TYPE, info)
+    }
+
+    fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
+        crate::kernels::standard_kernel(kernel)
+    }
+}
+
+/// The client of CPU device 0, the embedded default.
+///
+/// # Errors
+/// The server's start error (worker threads that can't be spawned).
+pub fn default_client() -> Result<ComputeClient<CpuRuntime>, ServerError> {
+    ComputeClient::load(&CpuDevice::new(0))
+}

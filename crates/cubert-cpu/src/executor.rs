@@ -1,0 +1,94 @@
+//! Runs one launch: every cube of the grid, spread over the device's worker threads.
+//!
+//! Cubes are independent, so they run in any order and in parallel; a grid of one cube (or a
+//! one-thread device) runs on the calling thread without touching the pool. Each worker
+//! keeps a scratch buffer for shared memory, zeroed for every cube. A kernel error, a panic
+//! inside the kernel, or an out-of-bounds access in a checked launch becomes the launch's
+//! `ServerError`; the device is unaffected.
+
+use crate::kernel::{AccessChecker, CpuKernel, CubeContext, KernelError, RawBuffer};
+use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::{ExecutionMode, KernelMetadata, ServerError};
+use rayon::prelude::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Runs `kernel` over a grid of `count` cubes.
+///
+/// # Errors
+/// [`ServerError::KernelFailed`] if the kernel returned an error or panicked,
+/// [`ServerError::OutOfBounds`] if a checked launch accessed memory out of bounds (those
+/// accesses did nothing).
+pub fn execute(
+    pool: &rayon::ThreadPool,
+    kernel: &CpuKernel,
+    count: (u32, u32, u32),
+    buffers: &[RawBuffer],
+    info: &[u64],
+    mode: ExecutionMode,
+) -> Result<(), ServerError> {
+    let (x, y, z) = count;
+    let total = u64::from(x) * u64::from(y) * u64::from(z);
+    if total == 0 {
+        return Ok(());
+    }
+    let checker = AccessChecker::new(kernel.name(), mode);
+    let shared_bytes = kernel.shared_memory_bytes();
+    let shared_words = shared_bytes.div_ceil(16);
+    let cube_dim = kernel.cube_dim();
+    let run_cube = |index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
+        let cube_x = (index % u64::from(x)) as u32;
+        let cube_y = ((index / u64::from(x)) % u64::from(y)) as u32;
+        let cube_z = (index / (u64::from(x) * u64::from(y))) as u32;
+        scratch.clear();
+        scratch.resize(shared_words, 0);
+        let mut ctx = CubeContext {
+            cube_pos: (cube_x, cube_y, cube_z),
+            cube_count: count,
+            cube_dim,
+            buffers,
+            info,
+            shared: scratch.as_mut_slice(),
+            shared_bytes,
+            checker: &checker,
+        };
+        kernel.run(&mut ctx)
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if total == 1 || pool.current_num_threads() <= 1 {
+            let mut scratch = Vec::new();
+            (0..total).try_for_each(|index| run_cube(index, &mut scratch))
+        } else {
+            pool.install(|| {
+                (0..total)
+                    .into_par_iter()
+                    .try_for_each_init(Vec::new, |scratch, index| run_cube(index, scratch))
+            })
+        }
+    }));
+    let failed = |reason: String| ServerError::KernelFailed {
+        kernel: kernel.name().to_string(),
+        reason,
+        backtrace: BackTrace::capture(),
+    };
+    match outcome {
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with a non-text payload".into());
+            Err(failed(format!("the kernel panicked: {message}")))
+        }
+        Ok(Err(error)) => Err(failed(error.message().to_string())),
+        Ok(Ok(())) if checker.violations() > 0 => Err(ServerError::OutOfBounds {
+            kernel: kernel.name().to_string(),
+            accesses: checker.violations(),
+            first: checker
+                .first_violation()
+                .unwrap_or("(not recorded)")
+                .to_string(),
+            backtrace: BackTrace::capture(),
+        }),
+        Ok(Ok(())) => Ok(()),
+    }
+}

@@ -1,0 +1,70 @@
+//! Bounds checking of buffer accesses during one launch.
+//!
+//! Every launch gets an [`AccessChecker`] in the launch's [`ExecutionMode`]:
+//!
+//! - `Checked`: an out-of-bounds access is skipped (a load returns the default value, a store
+//!   writes nothing) and counted; the launch then fails with `ServerError::OutOfBounds`.
+//! - `Validate`: the same, and each out-of-bounds access is logged as it happens.
+//! - `Unchecked`: no checks; the caller of `launch_unchecked` vouched for the kernel.
+
+use cubert_runtime::ExecutionMode;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts and describes out-of-bounds accesses of one launch.
+pub struct AccessChecker {
+    mode: ExecutionMode,
+    kernel: String,
+    violations: AtomicU64,
+    first: OnceLock<String>,
+}
+
+impl AccessChecker {
+    /// A checker for a launch of `kernel` in `mode`.
+    pub fn new(kernel: &str, mode: ExecutionMode) -> Self {
+        Self {
+            mode,
+            kernel: kernel.to_string(),
+            violations: AtomicU64::new(0),
+            first: OnceLock::new(),
+        }
+    }
+
+    /// The launch's mode.
+    pub fn mode(&self) -> ExecutionMode {
+        self.mode
+    }
+
+    /// Whether accesses are checked.
+    pub fn checks(&self) -> bool {
+        self.mode != ExecutionMode::Unchecked
+    }
+
+    /// Records an out-of-bounds access.
+    #[cold]
+    pub fn violation(&self, what: impl FnOnce() -> String) {
+        self.violations.fetch_add(1, Ordering::Relaxed);
+        if self.mode == ExecutionMode::Validate {
+            let description = what();
+            log::warn!("kernel `{}`: out-of-bounds {description}", self.kernel);
+            let _ = self.first.set(description);
+        } else if self.first.get().is_none() {
+            let _ = self.first.set(what());
+        }
+    }
+
+    /// Number of out-of-bounds accesses so far.
+    pub fn violations(&self) -> u64 {
+        self.violations.load(Ordering::Relaxed)
+    }
+
+    /// Description of the first out-of-bounds access.
+    pub fn first_violation(&self) -> Option<&str> {
+        self.first.get().map(String::as_str)
+    }
+
+    /// Name of the kernel.
+    pub fn kernel(&self) -> &str {
+        &self.kernel
+    }
+}

@@ -1,0 +1,139 @@
+//! Elementwise standard kernels: fill, copy, cast, and binary arithmetic.
+//!
+//! Each cube takes one contiguous chunk of the `len` elements (see [`chunk`]). If every
+//! buffer covers the chunk, a raw-pointer loop runs (the compiler vectorizes it, and raw
+//! pointers stay correct when an output is also an input); otherwise each element goes
+//! through the bounds-checked `load`/`store`, so out-of-bounds elements are skipped and
+//! reported.
+
+use super::numeric::Numeric;
+use super::{ELEMENTWISE_CUBE_DIM, with_elem};
+use crate::kernel::{CpuKernel, CubeContext};
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::{Element, LaunchError};
+use num_traits::AsPrimitive;
+use std::ops::Range;
+
+/// The contiguous chunk of `len` elements the running cube takes.
+pub fn chunk(ctx: &CubeContext<'_>, len: usize) -> Range<usize> {
+    let cubes = usize::try_from(ctx.cube_count_total())
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let per_cube = len.div_ceil(cubes);
+    let index = usize::try_from(ctx.cube_index()).unwrap_or(usize::MAX);
+    let start = index.saturating_mul(per_cube).min(len);
+    let end = start.saturating_add(per_cube).min(len);
+    start..end
+}
+
+/// `out[i] = value`.
+pub fn fill<T: Element>(name: String) -> CpuKernel {
+    CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, |ctx| {
+        let len = ctx.info_usize(0)?;
+        let value: T = ctx.scalar(1)?;
+        let out = ctx.buffer::<T>(0)?;
+        let range = chunk(ctx, len);
+        if out.covers(&range) {
+            // SAFETY: the range is in bounds and only this cube writes it.
+            unsafe { out.slice_mut(range) }.fill(value);
+        } else {
+            for i in range {
+                out.store(i, value);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `dst[i] = src[i]`.
+pub fn copy<T: Element>(name: String) -> CpuKernel {
+    CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, |ctx| {
+        let len = ctx.info_usize(0)?;
+        let src = ctx.buffer::<T>(0)?;
+        let dst = ctx.buffer::<T>(1)?;
+        let range = chunk(ctx, len);
+        if src.covers(&range) && dst.covers(&range) {
+            // SAFETY: both ranges are in bounds; only this cube writes this range of `dst`;
+            // `copy` (memmove) is correct if `src` and `dst` overlap.
+            unsafe {
+                std::ptr::copy(
+                    src.as_ptr().add(range.start),
+                    dst.as_ptr().add(range.start),
+                    range.len(),
+                );
+            }
+        } else {
+            for i in range {
+                dst.store(i, src.load(i));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `dst[i] = convert(src[i])`.
+fn map<S: Element, D: Element>(name: String, convert: fn(S) -> D) -> CpuKernel {
+    CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, move |ctx| {
+        let len = ctx.info_usize(0)?;
+        let src = ctx.buffer::<S>(0)?;
+        let dst = ctx.buffer::<D>(1)?;
+        let range = chunk(ctx, len);
+        if src.covers(&range) && dst.covers(&range) {
+            let (s, d) = (src.as_ptr(), dst.as_ptr());
+            for i in range {
+                // SAFETY: `i` is in bounds of both buffers; only this cube writes this
+                // range of `dst`.
+                unsafe { d.add(i).write(convert(s.add(i).read())) };
+            }
+        } else {
+            for i in range {
+                dst.store(i, convert(src.load(i)));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn as_<S: AsPrimitive<D>, D: Copy + 'static>(value: S) -> D {
+    value.as_()
+}
+
+/// `dst[i] = src[i] as to`, with Rust's `as` semantics (floats to integers saturate, NaN
+/// becomes 0); booleans are 0 or 1, and any non-zero value becomes `true`.
+pub fn cast(name: String, from: ElemType, to: ElemType) -> Result<CpuKernel, LaunchError> {
+    Ok(match (from, to) {
+        (ElemType::Bool, ElemType::Bool) => map::<u8, u8>(name, |s| u8::from(s != 0)),
+        (from, ElemType::Bool) => {
+            with_elem!(from, S => map::<S, u8>(name, |s| u8::from(s != S::default())))
+        }
+        (ElemType::Bool, to) => {
+            with_elem!(to, D => map::<u8, D>(name, |s| as_::<u8, D>(u8::from(s != 0))))
+        }
+        (from, to) => with_elem!(from, S => with_elem!(to, D => map::<S, D>(name, as_::<S, D>))),
+    })
+}
+
+/// `out[i] = op(lhs[i], rhs[i])`.
+pub fn binary<T: Numeric>(name: String, op: fn(T, T) -> T) -> CpuKernel {
+    CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, move |ctx| {
+        let len = ctx.info_usize(0)?;
+        let lhs = ctx.buffer::<T>(0)?;
+        let rhs = ctx.buffer::<T>(1)?;
+        let out = ctx.buffer::<T>(2)?;
+        let range = chunk(ctx, len);
+        if lhs.covers(&range) && rhs.covers(&range) && out.covers(&range) {
+            let (a, b, o) = (lhs.as_ptr(), rhs.as_ptr(), out.as_ptr());
+            for i in range {
+                // SAFETY: `i` is in bounds of the three buffers; only this cube writes this
+                // range of `out` (which may be `lhs` or `rhs`: each element is read before
+                // it is written).
+                unsafe { o.add(i).write(op(a.add(i).read(), b.add(i).read())) };
+            }
+        } else {
+            for i in range {
+                out.store(i, op(lhs.load(i), rhs.load(i)));
+            }
+        }
+        Ok(())
+    })
+}

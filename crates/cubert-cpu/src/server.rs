@@ -1,0 +1,411 @@
+//! The CPU compute server: one per virtual CPU device.
+//!
+//! It owns the device's memory manager over host storage, a pool of worker threads for
+//! kernels, and the errors queued per stream. Work runs in submission order on the device's
+//! runner thread, so every stream is complete once its tasks ran: memory freed by a handle
+//! is reusable at once by any stream, reads resolve immediately, and profiling measures the
+//! host clock around work that has already finished.
+
+use crate::device::{CpuDevice, CpuInfo};
+use crate::executor;
+use crate::kernel::{CpuKernel, RawBuffer};
+use crate::properties::{cpu_properties, memory_limit, worker_threads};
+use crate::storage::{HostResource, HostStorage};
+use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::config::{CubertConfig, global_config};
+use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
+use cubert_runtime::future::{DynFut, ready};
+use cubert_runtime::handle::{HandleFactory, MemoryId, ReleaseQueue};
+use cubert_runtime::layout::PitchedLayoutPolicy;
+use cubert_runtime::logging::ServerLogger;
+use cubert_runtime::memory::{
+    HostOrdering, IdMap, MemoryAllocationMode, MemoryLimits, MemoryManager, MemoryReport,
+    MemoryUsage,
+};
+use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
+use cubert_runtime::properties::TimingMethod;
+use cubert_runtime::server::{
+    ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+};
+use cubert_runtime::storage::{ComputeStorage, ManagedResource};
+use cubert_runtime::{
+    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
+    LaunchError, ProfileError, ServerError, StreamId,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The server of one virtual CPU device. See the module docs.
+pub struct CpuServer {
+    device: CpuDevice,
+    memory: MemoryManager<HostStorage>,
+    releases: Arc<ReleaseQueue>,
+    released: Vec<MemoryId>,
+    failed: IdMap<String>,
+    utilities: Arc<ServerUtilities<CpuServer>>,
+    errors: StreamErrors,
+    profiles: HashMap<u64, Instant>,
+    next_token: u64,
+    pool: rayon::ThreadPool,
+}
+
+impl std::fmt::Debug for CpuServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuServer")
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl CpuServer {
+    /// A server for `device` with the settings of `config`.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the worker threads can't be started.
+    pub fn new(device: CpuDevice, config: &CubertConfig) -> Result<Self, ServerError> {
+        let threads = worker_threads(&config.cpu);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads as usize)
+            .thread_name(move |i| format!("cubert-cpu{}-worker{i}", device.index))
+            .build()
+            .map_err(|error| {
+                ServerError::generic(format!("can't start the CPU worker threads: {error}"))
+            })?;
+        let properties = cpu_properties(device.index, &config.cpu);
+        let limit = memory_limit(&config.cpu);
+        let releases = ReleaseQueue::new();
+        let handles = HandleFactory::new(device.to_id(), releases.clone());
+        let layout = PitchedLayoutPolicy::new(
+            handles,
+            properties.memory.alignment,
+            properties.memory.pitch_alignment,
+            limit,
+        );
+        let logger = Arc::new(ServerLogger::new(config.profiling.clone(), device.index));
+        let info = CpuInfo {
+            device_count: config.cpu.devices,
+            threads,
+            memory_limit: limit,
+        };
+        let utilities = ServerUtilities::new(
+            device.to_id(),
+            properties,
+            logger,
+            info,
+            layout,
+            config.compilation.bounds_check,
+        );
+        let memory = MemoryManager::new(
+            HostStorage::default(),
+            config.memory.options(),
+            MemoryLimits {
+                max_allocation: limit,
+                capacity: Some(limit),
+            },
+        );
+        Ok(Self {
+            device,
+            memory,
+            releases,
+            released: Vec::new(),
+            failed: IdMap::default(),
+            utilities: Arc::new(utilities),
+            errors: StreamErrors::default(),
+            profiles: HashMap::new(),
+            next_token: 0,
+            pool,
+        })
+    }
+
+    /// Frees the memory of every handle dropped since the last call.
+    fn drain_releases(&mut self) {
+        self.releases.drain_into(&mut self.released);
+        for id in self.released.drain(..) {
+            if !self.memory.release(id, Vec::new()) {
+                self.failed.remove(&id);
+            }
+        }
+    }
+
+    fn not_found(&self, id: MemoryId, error: IoError) -> IoError {
+        match self.failed.get(&id) {
+            Some(reason) => {
+                IoError::not_found(format!("the memory of {id} was never allocated: {reason}"))
+            }
+            None => error,
+        }
+    }
+
+    /// The host range of `binding`.
+    fn resolve(&mut self, binding: &Binding) -> Result<HostResource, IoError> {
+        if binding.device() != self.device.to_id() {
+            return Err(IoError::not_found(format!(
+                "the binding belongs to {:?}, not to {:?}",
+                binding.device(),
+                self.device.to_id()
+            )));
+        }
+        let handle = self
+            .memory
+            .resolve(binding.id(), binding.offset(), binding.size())
+            .map_err(|error| self.not_found(binding.id(), error))?;
+        self.memory
+            .storage()
+            .get(&handle)
+            .ok_or_else(|| IoError::not_found(format!("storage of {} is gone", binding.id())))
+    }
+
+    fn read_one(&mut self, descriptor: &CopyDescriptor) -> Result<Bytes, ServerError> {
+        let dense = descriptor.validate()?;
+        let resource = self.resolve(&descriptor.handle)?;
+        let mut bytes = Bytes::zeroed(dense);
+        // SAFETY: the resource covers the binding's live bytes, and `validate` checked that
+        // the descriptor stays inside the binding; nothing else touches device memory while
+        // this task runs.
+        let source = unsafe { std::slice::from_raw_parts(resource.as_ptr(), resource.len()) };
+        gather(
+            source,
+            &descriptor.shape,
+            &descriptor.strides,
+            descriptor.elem_size,
+            &mut bytes,
+        );
+        Ok(bytes)
+    }
+
+    fn write_one(&mut self, descriptor: &CopyDescriptor, data: &Bytes) -> Result<(), IoError> {
+        let dense = descriptor.validate()?;
+        if dense != data.len() {
+            return Err(IoError::invalid(format!(
+                "writing {} bytes into a tensor of {dense} bytes",
+                data.len()
+            )));
+        }
+        let resource = self.resolve(&descriptor.handle)?;
+        // SAFETY: as in `read_one`; the binding is alive (the task holds it).
+        let target = unsafe { std::slice::from_raw_parts_mut(resource.as_ptr(), resource.len()) };
+        scatter(
+            data,
+            &descriptor.shape,
+            &descriptor.strides,
+            descriptor.elem_size,
+            target,
+        );
+        Ok(())
+    }
+
+    fn cube_count(&mut self, count: &CubeCount) -> Result<(u32, u32, u32), LaunchError> {
+        match count {
+            CubeCount::Static(x, y, z) => Ok((*x, *y, *z)),
+            CubeCount::Dynamic(binding) => {
+                let resource = self.resolve(binding)?;
+                if resource.len() < 12 {
+                    return Err(LaunchError::unknown(format!(
+                        "a dynamic cube count needs 12 bytes (three u32), the buffer has {}",
+                        resource.len()
+                    )));
+                }
+                // SAFETY: the resource has at least 12 live bytes.
+                let bytes = unsafe { std::slice::from_raw_parts(resource.as_ptr(), 12) };
+                let word = |i: usize| {
+                    u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]])
+                };
+                let (x, y, z) = (word(0), word(4), word(8));
+                let max = self.utilities.properties.hardware.max_cube_count;
+                if x > max.0 || y > max.1 || z > max.2 {
+                    return Err(cubert_runtime::ResourceLimitError::CubeCount {
+                        requested: (x, y, z),
+                        max,
+                        backtrace: BackTrace::capture(),
+                    }
+                    .into());
+                }
+                Ok((x, y, z))
+            }
+        }
+    }
+
+    fn run_launch(
+        &mut self,
+        kernel: &CpuKernel,
+        count: &CubeCount,
+        arguments: &KernelArguments,
+        mode: ExecutionMode,
+    ) -> Result<(), ServerError> {
+        if !arguments.tensor_maps.is_empty() {
+            return Err(LaunchError::unknown("the CPU backend has no tensor maps").into());
+        }
+        let count = self.cube_count(count)?;
+        let mut buffers = Vec::with_capacity(arguments.buffers.len());
+        for binding in &arguments.buffers {
+            let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+            buffers.push(RawBuffer {
+                ptr: resource.as_ptr(),
+                len: resource.len(),
+            });
+        }
+        executor::execute(
+            &self.pool,
+            kernel,
+            count,
+            &buffers,
+            &arguments.info.data,
+            mode,
+        )
+    }
+}
+
+impl DeviceService for CpuServer {
+    fn init(device_id: DeviceId) -> Result<Self, ServerError> {
+        let config = global_config();
+        if device_id.type_id != crate::device::CPU_DEVICE_TYPE
+            || device_id.index_id >= config.cpu.devices
+        {
+            return Err(ServerError::generic(format!(
+                "there is no CPU device {device_id:?}: {} virtual CPU device(s) are configured \
+                 (set `[cpu] devices` in cubert.toml or CUBERT_CPU_DEVICES)",
+                config.cpu.devices
+            )));
+        }
+        CpuServer::new(CpuDevice::from_id(device_id), config)
+    }
+}
+
+impl ServerCommunication for CpuServer {
+    const SERVER_COMM_ENABLED: bool = false;
+}
+
+impl ComputeServer for CpuServer {
+    type Kernel = CpuKernel;
+    type Info = CpuInfo;
+    type MemoryLayoutPolicy = PitchedLayoutPolicy;
+    type Storage = HostStorage;
+
+    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
+        self.drain_releases();
+        let id = memory.id();
+        if let Err(error) = self.memory.reserve(id, size, stream, &mut HostOrdering) {
+            self.failed.insert(id, error.to_string());
+            self.errors.push(stream, error.into());
+        }
+    }
+
+    fn logger(&self) -> Arc<ServerLogger> {
+        self.utilities.logger.clone()
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities<Self>> {
+        self.utilities.clone()
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        if let Err(error) = self.errors.take(stream) {
+            return ready(Err(error));
+        }
+        let result = descriptors
+            .iter()
+            .map(|descriptor| self.read_one(descriptor))
+            .collect();
+        ready(result)
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId) {
+        for (descriptor, data) in &descriptors {
+            if let Err(error) = self.write_one(descriptor, data) {
+                self.errors.push(stream, error.into());
+            }
+        }
+    }
+
+    fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
+        self.drain_releases();
+        self.memory.release_idle(&mut HostOrdering);
+        ready(self.errors.take(stream))
+    }
+
+    fn get_resource(
+        &mut self,
+        binding: Binding,
+        _stream: StreamId,
+    ) -> Result<ManagedResource<HostResource>, ServerError> {
+        let resource = self.resolve(&binding)?;
+        Ok(ManagedResource::new(binding, resource))
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: CpuKernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+        mode: ExecutionMode,
+        stream: StreamId,
+    ) {
+        if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode) {
+            self.errors.push(stream, error);
+        }
+    }
+
+    fn flush(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        self.drain_releases();
+        self.errors.take(stream)
+    }
+
+    fn memory_usage(&mut self, _stream: StreamId) -> Result<MemoryUsage, ServerError> {
+        self.drain_releases();
+        Ok(self.memory.usage())
+    }
+
+    fn memory_report(&mut self, _stream: StreamId) -> Result<MemoryReport, ServerError> {
+        self.drain_releases();
+        Ok(self.memory.report())
+    }
+
+    fn memory_cleanup(&mut self, _stream: StreamId) {
+        self.drain_releases();
+        self.memory.cleanup(&mut HostOrdering);
+    }
+
+    fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.next_token += 1;
+        self.profiles.insert(self.next_token, Instant::now());
+        Ok(ProfilingToken {
+            id: self.next_token,
+        })
+    }
+
+    fn end_profile(
+        &mut self,
+        _stream: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        let start = self
+            .profiles
+            .remove(&token.id)
+            .ok_or_else(|| ProfileError::NotRegistered {
+                backtrace: BackTrace::capture(),
+            })?;
+        Ok(ProfileDuration::from_ticks(
+            ProfileTicks::new(start, Instant::now()),
+            TimingMethod::System,
+        ))
+    }
+
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.modes().set(stream, mode);
+    }
+
+    fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.modes().push(stream, mode);
+    }
+
+    fn end_allocation_window(&mut self, stream: StreamId) {
+        if !self.memory.modes().pop(stream) {
+            log::warn!("an allocation window was closed on {stream:?} but none was open");
+        }
+    }
+}
