@@ -1,3 +1,109 @@
-//! The `cubert` command (being written).
+//! The `cubert` command: device information, a self-checking demo, and benchmarks.
+//!
+//! ```text
+//! cubert info                      backends, devices, properties, configuration
+//! cubert demo [--size N]           runs every standard kernel and verifies the results
+//! cubert bench [--quick] [--only GROUP] [--json FILE]
+//! ```
+//!
+//! `--backend cpu|cuda` (default: `[runtime] backend` / `CUBERT_BACKEND`) picks the backend
+//! of the demo and the benchmarks. Exit codes: 0 success, 1 a failed check or a runtime
+//! error, 2 a bad invocation or a backend that isn't built into this binary.
 
-fn main() {}
+#[macro_use]
+mod output;
+
+mod backend;
+mod bench;
+mod demo;
+mod error;
+mod info;
+mod report;
+mod rng;
+mod table;
+mod units;
+mod verify;
+
+use backend::Backend;
+use clap::{Parser, Subcommand};
+use error::CliResult;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cubert",
+    version,
+    about = "The cubert compute runtime: device information, a self-checking demo, benchmarks"
+)]
+struct Cli {
+    /// Backend to run on [default: `[runtime] backend` of cubert.toml, or CUBERT_BACKEND,
+    /// or cpu].
+    #[arg(long, global = true, value_enum)]
+    backend: Option<Backend>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Lists the backends, the devices and their properties, and the configuration.
+    Info,
+    /// Runs every standard kernel on the default device and verifies each result.
+    Demo {
+        /// Number of elements of the elementwise kernels.
+        #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 31)))]
+        size: u64,
+    },
+    /// Measures allocation, transfers, launch overhead and bandwidth.
+    Bench {
+        /// Smaller sizes and counts: a few seconds in all.
+        #[arg(long)]
+        quick: bool,
+        /// Writes the figures as JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Runs one group only.
+        #[arg(long, value_enum, value_name = "GROUP")]
+        only: Option<bench::Group>,
+    },
+}
+
+fn run(cli: Cli) -> CliResult<ExitCode> {
+    let config = cubert::config::global_config();
+    cubert::logging::init_logging(&config.logging);
+    match cli.command {
+        Command::Info => info::run(cli.backend),
+        Command::Demo { size } => {
+            let backend = Backend::select(cli.backend)?;
+            let size = usize::try_from(size)
+                .map_err(|_| error::CliError::usage(format!("--size {size} is too large")))?;
+            demo::run(backend, size)
+        }
+        Command::Bench { quick, json, only } => {
+            let backend = Backend::select(cli.backend)?;
+            bench::run(backend, bench::BenchOptions { quick, json, only })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            output::write_err(format_args!("cubert: error: {error}"));
+            ExitCode::from(error.code)
+        }
+    };
+    if output::stdout_failed() {
+        output::write_err(format_args!(
+            "cubert: error: standard output was closed; output was lost"
+        ));
+        return ExitCode::from(error::EXIT_FAILURE);
+    }
+    code
+}

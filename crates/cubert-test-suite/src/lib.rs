@@ -1,1 +1,337 @@
-//! Backend-generic behaviour tests (being written).
+//! Backend-generic behaviour tests of cubert, written once and instantiated by every
+//! backend.
+//!
+//! Each test is a generic function `pub fn name<B: TestBackend>()` in a module grouped by
+//! concern. A backend implements [`TestBackend`] on a local unit struct in its test crate
+//! and expands [`testgen!`] there, which gives one `#[test]` per suite function, named
+//! `module::name`:
+//!
+//! ```ignore
+//! struct Cpu;
+//! impl cubert_test_suite::TestBackend for Cpu { /* fresh clients, kernel hooks */ }
+//! cubert_test_suite::testgen!(Cpu);
+//! // A backend that needs hardware the CI lacks:
+//! cubert_test_suite::testgen!(Cuda, ignore = "needs a CUDA device");
+//! ```
+//!
+//! Every test asserts bytes, shapes, counts or an error variant. Tests that need two
+//! devices say so on standard error and return when the backend has one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+/// Defines `$threaded` and `$inline`, which run `$body::<B>(mode)` with a threaded and an
+/// inline device handle.
+macro_rules! in_both_modes {
+    ($(#[doc = $doc:literal])* $threaded:ident, $inline:ident => $body:ident) => {
+        $(#[doc = $doc])*
+        ///
+        /// With a threaded device handle.
+        pub fn $threaded<B: $crate::TestBackend>() {
+            $body::<B>(cubert_runtime::config::DeviceHandleMode::Threaded)
+        }
+
+        $(#[doc = $doc])*
+        ///
+        /// With an inline device handle.
+        pub fn $inline<B: $crate::TestBackend>() {
+            $body::<B>(cubert_runtime::config::DeviceHandleMode::Inline)
+        }
+    };
+}
+
+mod backend;
+pub mod support;
+
+pub mod concurrency;
+pub mod config;
+pub mod create_read;
+pub mod device_handle;
+pub mod errors;
+pub mod launch;
+pub mod memory;
+pub mod multi_device;
+pub mod profiling;
+pub mod properties;
+pub mod staging;
+pub mod tensors;
+
+pub use backend::{Client, ClientOptions, KernelOf, ResourceOf, TestBackend};
+
+/// Calls `$callback! { $args ; <every suite test, grouped by module> }`. The one list of
+/// the suite's tests: [`testgen!`] and [`ALL_TESTS`] are built from it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __for_each_suite_test {
+    ($callback:ident ! { $($args:tt)* }) => {
+        $crate::$callback! { $($args)* ;
+            create_read {
+                create_then_read_returns_the_same_bytes_threaded,
+                create_then_read_returns_the_same_bytes_inline,
+                read_async_futures_resolve_to_the_created_bytes_threaded,
+                read_async_futures_resolve_to_the_created_bytes_inline,
+                read_sees_every_launch_queued_before_it_threaded,
+                read_sees_every_launch_queued_before_it_inline,
+                read_of_a_view_returns_only_its_bytes,
+                large_and_odd_sized_buffers_round_trip,
+                get_resource_covers_exactly_the_handle_bytes,
+                is_blocking_reports_the_device_handle_mode,
+            }
+            tensors {
+                create_tensor_without_pitch_is_dense_row_major,
+                read_of_pitched_tensor_returns_dense_rows,
+                pitched_rank_three_tensor_round_trips,
+                rank_one_and_contiguous_tensors_are_never_pitched,
+                create_tensors_packs_aligned_views_of_one_allocation,
+                create_tensors_from_slices_round_trips,
+                empty_tensor_then_fill_reads_the_fill_value,
+                empty_tensors_are_disjoint_views_of_one_allocation,
+                read_tensor_with_transposed_strides_returns_the_transpose,
+                read_tensor_variants_agree,
+                kernels_on_pitched_buffers_keep_element_positions,
+            }
+            launch {
+                launch_of_copy_kernel_writes_the_destination_threaded,
+                launch_of_copy_kernel_writes_the_destination_inline,
+                launch_unchecked_of_in_bounds_kernel_is_correct_threaded,
+                launch_unchecked_of_in_bounds_kernel_is_correct_inline,
+                dependent_launches_run_in_submission_order_threaded,
+                dependent_launches_run_in_submission_order_inline,
+                noop_kernel_launches_and_syncs,
+                launch_over_zero_cubes_does_nothing,
+                dynamic_cube_count_is_read_from_its_buffer,
+                fill_writes_the_value_to_every_element,
+                copy_copies_exactly_len_elements,
+                cast_f32_to_i32_truncates_and_saturates,
+                cast_f32_to_f64_is_exact,
+                add_matches_reference_for_f32_f64_i32,
+                mul_matches_reference_for_f32_f64_i32,
+                add_in_place_into_an_input_is_correct,
+                reduce_sum_matches_reference,
+                matmul_matches_reference,
+                cube_dim_and_cube_count_selection_respect_device_limits,
+            }
+            errors {
+                zero_byte_allocation_is_invalid_argument,
+                zero_element_tensors_are_invalid_argument,
+                impossible_allocation_is_buffer_too_big,
+                out_of_memory_surfaces_at_sync_and_client_recovers,
+                out_of_memory_surfaces_at_read_and_failed_handle_is_not_found,
+                data_not_matching_its_shape_is_invalid_argument,
+                read_tensor_with_bad_strides_is_invalid_argument,
+                view_outside_its_handle_is_invalid_argument,
+                read_of_another_device_handle_is_not_found,
+                launch_with_another_device_binding_is_refused,
+                cube_dim_over_device_limit_is_too_many_resources,
+                shared_memory_over_device_limit_is_too_many_resources,
+                cube_count_over_device_limit_is_too_many_resources,
+                out_of_bounds_kernel_fails_at_sync_and_spares_neighbours,
+                flush_returns_queued_errors_once,
+                sync_async_resolves_to_queued_errors,
+            }
+            memory {
+                memory_usage_returns_to_baseline_after_handles_drop_threaded,
+                memory_usage_returns_to_baseline_after_handles_drop_inline,
+                dropped_handle_is_reused_on_same_stream,
+                memory_report_agrees_with_memory_usage,
+                memory_cleanup_keeps_live_handles_intact,
+                persistent_window_allocations_land_in_persistent_pool,
+                persistent_window_closes_when_its_task_panics,
+                persistent_window_applies_only_to_its_stream,
+                allocation_mode_routes_until_reset,
+                binding_of_dropped_handle_keeps_memory_alive_for_launch,
+                views_keep_their_allocation_alive,
+            }
+            concurrency {
+                with_stream_and_set_stream_pin_the_client,
+                errors_stay_on_the_stream_that_caused_them,
+                data_written_on_one_stream_is_seen_on_another,
+                threads_sharing_a_client_see_their_own_data,
+                stress_random_ops_on_per_thread_streams_match_host_model,
+                stress_random_ops_in_inline_mode_match_host_model,
+                stress_threads_sharing_handles_across_streams_match_host_model,
+            }
+            profiling {
+                profile_returns_output_and_ordered_ticks,
+                nested_profiles_measure_inner_within_outer,
+                profile_of_panicking_work_is_an_error_and_client_keeps_working,
+                disabled_profiling_records_nothing,
+                execution_only_profiling_counts_launches_per_kernel,
+                basic_profiling_times_every_launch,
+                full_profiling_names_include_id_and_cube_count,
+            }
+            device_handle {
+                exclusive_runs_the_section_work_and_returns_its_value_threaded,
+                exclusive_runs_the_section_work_and_returns_its_value_inline,
+                exclusive_blocks_other_threads_until_it_ends_threaded,
+                exclusive_blocks_other_threads_until_it_ends_inline,
+                panic_inside_exclusive_is_an_error_and_client_keeps_working_threaded,
+                panic_inside_exclusive_is_an_error_and_client_keeps_working_inline,
+                exclusive_sections_of_different_threads_never_overlap_threaded,
+                exclusive_sections_of_different_threads_never_overlap_inline,
+                nested_exclusive_sections_do_not_deadlock_threaded,
+                nested_exclusive_sections_do_not_deadlock_inline,
+                cloned_client_on_another_thread_shares_the_device_threaded,
+                cloned_client_on_another_thread_shares_the_device_inline,
+            }
+            multi_device {
+                to_client_copies_bytes_to_the_other_device,
+                to_client_tensor_of_pitched_tensor_arrives_dense,
+                to_client_tensor_with_bad_descriptor_is_invalid_argument,
+                devices_account_their_memory_separately,
+                round_trip_between_devices_preserves_bytes,
+            }
+            staging {
+                reserve_staging_returns_usable_buffers_of_the_requested_sizes,
+                create_from_slice_pinned_round_trips,
+                create_tensors_from_slices_pinned_round_trips,
+                staging_keeps_buffer_contents,
+                file_backed_bytes_upload_their_range_and_leave_the_file_unchanged,
+            }
+            properties {
+                properties_and_features_are_consistent,
+                pitch_alignment_option_is_reported_in_properties,
+                enumerate_devices_lists_the_client_device,
+                io_optimized_vector_sizes_are_halving_powers_of_two,
+            }
+            config {
+                malformed_config_keys_warn_with_file_and_key_and_use_defaults,
+                invalid_toml_warns_with_file_and_uses_defaults,
+                bad_sections_and_environment_values_are_named_in_warnings,
+            }
+        }
+    };
+}
+
+/// Expands to one `#[test]` per suite test for backend `$backend` (a type implementing
+/// [`TestBackend`]), in modules named like the suite's: `cargo test` lists
+/// `create_read::create_then_read_returns_the_same_bytes_threaded` and so on.
+///
+/// `testgen!(Backend, ignore = "reason")` marks every test `#[ignore = "reason"]`, for
+/// backends that need hardware (run them with `--include-ignored`).
+#[macro_export]
+macro_rules! testgen {
+    ($backend:ty) => {
+        $crate::__for_each_suite_test!(__testgen_emit! { $backend });
+    };
+    ($backend:ty, ignore = $reason:literal) => {
+        $crate::__for_each_suite_test!(__testgen_emit_ignored! { $backend, $reason });
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __testgen_emit {
+    ($backend:ty ; $($module:ident { $($name:ident),* $(,)? })*) => {
+        $(
+            mod $module {
+                #[allow(unused_imports)]
+                use super::*;
+                $(
+                    #[test]
+                    fn $name() {
+                        $crate::$module::$name::<$backend>();
+                    }
+                )*
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __testgen_emit_ignored {
+    ($backend:ty, $reason:literal ; $($module:ident { $($name:ident),* $(,)? })*) => {
+        $(
+            mod $module {
+                #[allow(unused_imports)]
+                use super::*;
+                $(
+                    #[test]
+                    #[ignore = $reason]
+                    fn $name() {
+                        $crate::$module::$name::<$backend>();
+                    }
+                )*
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite_test_names {
+    (; $($module:ident { $($name:ident),* $(,)? })*) => {
+        /// Every test of the suite, as `module::name`, in the order [`testgen!`] emits them.
+        pub const ALL_TESTS: &[&str] = &[
+            $($(concat!(stringify!($module), "::", stringify!($name)),)*)*
+        ];
+    };
+}
+
+__for_each_suite_test!(__suite_test_names! {});
+
+#[cfg(test)]
+mod tests {
+    use super::ALL_TESTS;
+
+    /// The suite's sources, by module name.
+    const SOURCES: [(&str, &str); 12] = [
+        ("concurrency", include_str!("concurrency.rs")),
+        ("config", include_str!("config.rs")),
+        ("create_read", include_str!("create_read.rs")),
+        ("device_handle", include_str!("device_handle.rs")),
+        ("errors", include_str!("errors.rs")),
+        ("launch", include_str!("launch.rs")),
+        ("memory", include_str!("memory.rs")),
+        ("multi_device", include_str!("multi_device.rs")),
+        ("profiling", include_str!("profiling.rs")),
+        ("properties", include_str!("properties.rs")),
+        ("staging", include_str!("staging.rs")),
+        ("tensors", include_str!("tensors.rs")),
+    ];
+
+    fn defined_tests() -> Vec<String> {
+        let mut names = Vec::new();
+        for (module, source) in SOURCES {
+            for line in source.lines().map(str::trim) {
+                let generic = line
+                    .strip_prefix("pub fn ")
+                    .and_then(|rest| rest.strip_suffix("<B: TestBackend>() {"));
+                let threaded = line
+                    .strip_suffix(',')
+                    .filter(|name| name.ends_with("_threaded") && !name.contains(' '));
+                let inline = line
+                    .split_once(" => ")
+                    .map(|(name, _)| name)
+                    .filter(|name| name.ends_with("_inline") && !name.contains(' '));
+                if let Some(name) = generic.or(threaded).or(inline) {
+                    names.push(format!("{module}::{name}"));
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_suite_test_is_listed_once_for_testgen() {
+        let defined = defined_tests();
+        for name in &defined {
+            assert!(
+                ALL_TESTS.contains(&name.as_str()),
+                "{name} is not in the test list"
+            );
+        }
+        for name in ALL_TESTS {
+            assert!(
+                defined.iter().any(|d| d == name),
+                "{name} is listed but not defined"
+            );
+            assert_eq!(
+                ALL_TESTS.iter().filter(|n| *n == name).count(),
+                1,
+                "{name} twice"
+            );
+        }
+        assert!(ALL_TESTS.len() >= 100, "only {} tests", ALL_TESTS.len());
+    }
+}

@@ -214,11 +214,15 @@ impl<R: Runtime> ComputeClient<R> {
                     let token = device
                         .submit_blocking(move |server| server.start_profile(stream))
                         .map_err(ServerError::from)??;
-                    let output = work();
+                    // End the profile even if `work` panics, so the server forgets the token.
+                    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
                     let duration = device
                         .submit_blocking(move |server| server.end_profile(stream, token))
-                        .map_err(ServerError::from)??;
-                    Ok((output, duration))
+                        .map_err(ServerError::from)?;
+                    match output {
+                        Ok(output) => Ok((output, duration?)),
+                        Err(payload) => std::panic::resume_unwind(payload),
+                    }
                 });
         match outcome {
             Ok(result) => result,

@@ -11,6 +11,7 @@
 //! devices, collectives).
 
 mod create;
+mod graph;
 mod launch;
 mod read;
 mod transfer;
@@ -26,6 +27,8 @@ use crate::runtime::Runtime;
 use crate::server::{ComputeServer, ServerUtilities};
 use crate::stream::StreamId;
 use std::sync::Arc;
+
+pub use graph::Graph;
 
 /// A client of one device. See the module docs.
 pub struct ComputeClient<R: Runtime> {

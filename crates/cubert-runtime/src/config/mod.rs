@@ -24,6 +24,10 @@
 //! memory_limit = "auto"        # per device; "auto" = physical memory
 //! pitch_alignment = 1          # row alignment of optimized tensors; 1 = dense
 //!
+//! [cuda]
+//! memory_limit = "auto"        # device memory a client may hold; "auto" = all of it
+//! pinned_cache = "4 GiB"       # freed pinned host memory kept for reuse
+//!
 //! [profiling]
 //! level = "disabled"           # disabled | execution-only | basic | full
 //! output = "stdout"            # stdout | stderr | a file path
@@ -44,6 +48,6 @@ pub use load::{
 };
 pub use schema::{
     AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
-    DeviceHandleMode, LogOutput, LoggingConfig, MemoryConfig, ProfileLevel, ProfilingConfig,
-    RuntimeConfig, parse_bytes,
+    CudaConfig, DeviceHandleMode, LogOutput, LoggingConfig, MemoryConfig, ProfileLevel,
+    ProfilingConfig, RuntimeConfig, parse_bytes,
 };

@@ -122,6 +122,24 @@ impl Default for CpuConfig {
     }
 }
 
+/// `[cuda]`: the CUDA backend.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaConfig {
+    /// Device memory each client may hold in bytes; 0 means the device's memory.
+    pub memory_limit: u64,
+    /// Freed pinned host memory kept for reuse, in bytes.
+    pub pinned_cache: u64,
+}
+
+impl Default for CudaConfig {
+    fn default() -> Self {
+        Self {
+            memory_limit: 0,
+            pinned_cache: 4 << 30,
+        }
+    }
+}
+
 /// What profiling records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -260,6 +278,8 @@ pub struct CubertConfig {
     pub memory: MemoryConfig,
     /// `[cpu]`.
     pub cpu: CpuConfig,
+    /// `[cuda]`.
+    pub cuda: CudaConfig,
     /// `[profiling]`.
     pub profiling: ProfilingConfig,
     /// `[logging]`.
@@ -271,10 +291,11 @@ pub struct CubertConfig {
 }
 
 /// The section names, in the order they are documented.
-pub const SECTIONS: [&str; 7] = [
+pub const SECTIONS: [&str; 8] = [
     "runtime",
     "memory",
     "cpu",
+    "cuda",
     "profiling",
     "logging",
     "compilation",
@@ -336,6 +357,13 @@ impl CubertConfig {
             }
             ("cpu", "max_shared_memory") => self.cpu.max_shared_memory = bytes(value)?,
             ("cpu", "pitch_alignment") => self.cpu.pitch_alignment = positive_bytes(value)?,
+            ("cuda", "memory_limit") => {
+                self.cuda.memory_limit = match value {
+                    toml::Value::String(s) if s.trim() == "auto" => 0,
+                    _ => positive_bytes(value)?,
+                }
+            }
+            ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
             ("profiling", "level") => {
                 self.profiling.level = match text(value)?.as_str() {
                     "disabled" | "off" => ProfileLevel::Disabled,

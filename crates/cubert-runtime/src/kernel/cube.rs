@@ -58,8 +58,8 @@ impl fmt::Debug for CubeCount {
 pub enum CubeCountSelection {
     /// The count dispatches exactly the cubes asked for.
     Exact(CubeCount),
-    /// The count dispatches more cubes than asked for (the second field says how many); the
-    /// kernel must skip the extra ones.
+    /// The count dispatches more cubes than asked for (the second field says how many,
+    /// saturated at `u32::MAX`); the kernel must skip the extra ones.
     Approx(CubeCount, u32),
 }
 
@@ -67,12 +67,16 @@ impl CubeCountSelection {
     /// Spreads `num_cubes` over x, y, z within the device's maximum cube count.
     pub fn from_properties(properties: &DeviceProperties, num_cubes: u32) -> Self {
         let [x, y, z] = cube_count_spread(&properties.hardware.max_cube_count, num_cubes);
-        let actual = x.saturating_mul(y).saturating_mul(z);
+        // In u64: the spread may dispatch more than `u32::MAX` cubes, which a saturating
+        // u32 product would report as exactly `num_cubes`.
+        let actual = u64::from(x)
+            .saturating_mul(u64::from(y))
+            .saturating_mul(u64::from(z));
         let count = CubeCount::Static(x, y, z);
-        if actual == num_cubes {
+        if actual == u64::from(num_cubes) {
             CubeCountSelection::Exact(count)
         } else {
-            CubeCountSelection::Approx(count, actual)
+            CubeCountSelection::Approx(count, u32::try_from(actual).unwrap_or(u32::MAX))
         }
     }
 

@@ -170,6 +170,46 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
 
     /// Closes the innermost allocation window of `stream`.
     fn end_allocation_window(&mut self, stream: StreamId);
+
+    /// Starts capturing the launches submitted on `stream` into a graph instead of running
+    /// them.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] on backends without graphs.
+    fn start_capture(&mut self, _stream: StreamId) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("graph capture", "this"))
+    }
+
+    /// Ends the capture on `stream`: the graph's id and the memory it uses (which must stay
+    /// alive while the graph may be replayed).
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] on backends without graphs, or the backend's error.
+    fn end_capture(&mut self, _stream: StreamId) -> Result<CapturedGraph, ServerError> {
+        Err(ServerError::unsupported("graph capture", "this"))
+    }
+
+    /// Replays graph `graph` on `stream`.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] on backends without graphs, or an unknown graph.
+    fn replay(&mut self, _graph: u64, _stream: StreamId) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("graph replay", "this"))
+    }
+
+    /// Frees graph `graph`.
+    fn drop_graph(&mut self, _graph: u64) {}
+}
+
+/// A captured graph as the server returns it.
+#[derive(Debug)]
+pub struct CapturedGraph {
+    /// The graph's id on its server.
+    pub id: u64,
+    /// Number of launches captured.
+    pub launches: usize,
+    /// The memory the graph reads and writes.
+    pub bindings: Vec<Binding>,
 }
 
 /// What clients read without a round trip to the device.

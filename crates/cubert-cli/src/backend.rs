@@ -1,0 +1,113 @@
+//! Choosing the backend and getting a client of its default device.
+//!
+//! The backend comes from `--backend`, else from the configuration (`[runtime] backend`,
+//! `CUBERT_BACKEND`). Commands that work on a device are written once, generic over
+//! [`cubert::Runtime`], as a [`ClientJob`]; [`run_on_default_device`] picks the runtime with
+//! one match arm per backend, so a CUDA backend plugs in with one more arm.
+
+use crate::error::{CliError, CliResult};
+use clap::ValueEnum;
+use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
+use std::fmt;
+
+/// A backend the CLI knows about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The CPU backend (always built in).
+    Cpu,
+    /// NVIDIA GPUs through CUDA.
+    Cuda,
+}
+
+impl Backend {
+    /// Every backend, built in or not.
+    pub const ALL: [Backend; 2] = [Backend::Cpu, Backend::Cuda];
+
+    /// The lowercase name (`cpu`, `cuda`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    /// Whether this binary contains the backend.
+    pub fn is_built_in(self) -> bool {
+        match self {
+            Backend::Cpu => true,
+            Backend::Cuda => false,
+        }
+    }
+
+    /// The backend named `--backend`, else the configured default.
+    ///
+    /// # Errors
+    /// A usage error if the configuration names a backend the CLI doesn't know.
+    pub fn select(requested: Option<Backend>) -> CliResult<Backend> {
+        if let Some(backend) = requested {
+            return Ok(backend);
+        }
+        let configured = &cubert::config::global_config().runtime.backend;
+        Backend::from_str(configured, true).map_err(|_| {
+            CliError::usage(format!(
+                "the configured backend `{configured}` is unknown (expected cpu or cuda)"
+            ))
+        })
+    }
+
+    /// The error for a backend that isn't built into this binary.
+    pub fn unavailable(self) -> CliError {
+        let built: Vec<&str> = Backend::ALL
+            .iter()
+            .filter(|b| b.is_built_in())
+            .map(|b| b.name())
+            .collect();
+        CliError::usage(format!(
+            "the {} backend is not built into this binary (available: {}); \
+             pass `--backend cpu` or set CUBERT_BACKEND=cpu",
+            self.label(),
+            built.join(", ")
+        ))
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Backend::Cpu => "CPU",
+            Backend::Cuda => "CUDA",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Work that runs on one device of any runtime.
+pub trait ClientJob {
+    /// What the work produces.
+    type Output;
+
+    /// Runs the work on `client`'s device.
+    ///
+    /// # Errors
+    /// Whatever the work reports.
+    fn run<R: Runtime>(self, client: &ComputeClient<R>) -> CliResult<Self::Output>;
+}
+
+/// Runs `job` on the default device (index 0) of `backend`.
+///
+/// # Errors
+/// A usage error (exit code 2) if the backend isn't built in; the device's start error; the
+/// job's error.
+pub fn run_on_default_device<J: ClientJob>(backend: Backend, job: J) -> CliResult<J::Output> {
+    match backend {
+        Backend::Cpu => {
+            let client = CpuRuntime::client(&CpuDevice::new(0))
+                .map_err(|error| CliError::from(error).context("can't start CPU device 0"))?;
+            job.run(&client)
+        }
+        Backend::Cuda => Err(backend.unavailable()),
+    }
+}

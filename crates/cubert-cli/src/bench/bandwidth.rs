@@ -1,0 +1,142 @@
+//! Memory bandwidth: `cubert_vadd_f32_256M` (16M quick), GB/s counting 3 arrays × 4 bytes
+//! per element, like the anchors' vector add.
+//!
+//! Inputs are counter-based pseudo-random floats in [-1, 1) (so any element can be
+//! recomputed without keeping the inputs). The output is poisoned with NaN, one add runs and
+//! every element is checked bit for bit against `a + b`; then the timed runs (`ops::add` +
+//! `sync`, wall time), median of 10 (5 quick) after a warm-up; then a strided sample of the
+//! output is checked again.
+
+use super::recorder::Recorder;
+use super::timing::{gb_per_s, median};
+use crate::error::CliResult;
+use crate::rng::mix_f32;
+use crate::units::{MIB, count_label};
+use cubert::{Bytes, ComputeClient, ElemType, Handle, Runtime, ops};
+use std::time::Instant;
+
+/// Figures this group measures.
+pub const FIGURES: u64 = 1;
+
+const SEED_A: u64 = 0xa;
+const SEED_B: u64 = 0xb;
+/// Elements checked after the timed runs.
+const SAMPLES: usize = 4096;
+
+fn expected(index: usize) -> f32 {
+    mix_f32(SEED_A, index as u64) + mix_f32(SEED_B, index as u64)
+}
+
+fn describe(index: usize, got: f32) -> String {
+    format!(
+        "element {index} is {got:?}, expected {:?} = {:?} + {:?}",
+        expected(index),
+        mix_f32(SEED_A, index as u64),
+        mix_f32(SEED_B, index as u64)
+    )
+}
+
+/// Checks every element of `out`.
+fn check_all<R: Runtime>(
+    client: &ComputeClient<R>,
+    out: &Handle,
+    len: usize,
+) -> CliResult<Option<String>> {
+    let bytes = client.read_one(out.clone())?;
+    let copied;
+    let got: &[f32] = match bytes.as_elems::<f32>() {
+        Some(elems) => elems,
+        None => {
+            copied = bytes.to_elems::<f32>();
+            &copied
+        }
+    };
+    if got.len() != len {
+        return Ok(Some(format!("read {} elements, expected {len}", got.len())));
+    }
+    let mut wrong = 0usize;
+    let mut first = None;
+    for (i, value) in got.iter().enumerate() {
+        if value.to_bits() != expected(i).to_bits() {
+            wrong += 1;
+            first.get_or_insert((i, *value));
+        }
+    }
+    Ok(first.map(|(i, value)| format!("{wrong} wrong element(s); {}", describe(i, value))))
+}
+
+/// Checks `SAMPLES` elements spread over `out` (the last one included).
+fn check_sample<R: Runtime>(
+    client: &ComputeClient<R>,
+    out: &Handle,
+    len: usize,
+) -> CliResult<Option<String>> {
+    let stride = (len / SAMPLES).max(1);
+    let indices: Vec<usize> = (0..len).step_by(stride).chain([len - 1]).collect();
+    let mut views = Vec::with_capacity(indices.len());
+    for &i in &indices {
+        views.push(out.view(i as u64 * 4, 4)?);
+    }
+    let got = client.read(views)?;
+    for (i, bytes) in indices.into_iter().zip(got) {
+        let value = bytes.to_elems::<f32>().first().copied().unwrap_or(f32::NAN);
+        if value.to_bits() != expected(i).to_bits() {
+            return Ok(Some(describe(i, value)));
+        }
+    }
+    Ok(None)
+}
+
+/// Measures the vector add.
+///
+/// # Errors
+/// A runtime error that stops the group.
+pub fn run<R: Runtime>(
+    client: &ComputeClient<R>,
+    quick: bool,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    let (len, reps) = if quick {
+        (16 * MIB, 5)
+    } else {
+        (256 * MIB, 10)
+    };
+    let name = format!("cubert_vadd_f32_{}", count_label(len));
+    recorder.start(&name);
+    let generate = |seed| -> Vec<f32> { (0..len).map(|i| mix_f32(seed, i as u64)).collect() };
+    let a = client.create(Bytes::from_elems(generate(SEED_A)))?;
+    let b = client.create(Bytes::from_elems(generate(SEED_B)))?;
+    let out = client.empty(len * 4)?;
+    ops::fill(client, &out, len, f32::NAN)?;
+    ops::add(client, &a, &b, &out, len, ElemType::F32)?;
+    client.sync()?;
+    if let Some(problem) = check_all(client, &out, len)? {
+        recorder.skip(&name, &problem);
+        return Ok(());
+    }
+    for _ in 0..2 {
+        ops::add(client, &a, &b, &out, len, ElemType::F32)?;
+    }
+    client.sync()?;
+    let mut seconds = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = Instant::now();
+        ops::add(client, &a, &b, &out, len, ElemType::F32)?;
+        client.sync()?;
+        seconds.push(start.elapsed().as_secs_f64());
+    }
+    if let Some(problem) = check_sample(client, &out, len)? {
+        recorder.skip(&name, &format!("after the timed runs: {problem}"));
+        return Ok(());
+    }
+    recorder.emit(
+        &name,
+        gb_per_s(3 * len * 4, median(&seconds)),
+        "GB/s",
+        &format!(
+            "ops::add f32 + sync, bytes = 3*N*4, wall time, median of {reps} \
+             (all elements checked, then a sample)"
+        ),
+    );
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! Statistics of repeated measurements.
+
+/// The median of `values` (the mean of the two middle ones for an even count); NaN if empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Gigabytes (1e9 bytes) per second for `bytes` moved in `seconds`.
+pub fn gb_per_s(bytes: usize, seconds: f64) -> f64 {
+    bytes as f64 / seconds.max(f64::MIN_POSITIVE) / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn gigabytes_are_decimal() {
+        assert_eq!(gb_per_s(2_000_000_000, 2.0), 1.0);
+    }
+}

@@ -1,0 +1,190 @@
+//! `cubert info`: the backends, every device with its properties and memory usage, and
+//! where the configuration came from.
+
+use crate::backend::Backend;
+use crate::error::CliResult;
+use cubert::config::{DeviceHandleMode, global_config, load_config};
+use cubert::memory::format_bytes;
+use cubert::properties::{DeviceProperties, TimingMethod};
+use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
+use std::process::ExitCode;
+
+/// Prints everything; exit code 2 if the selected backend isn't built in (after printing).
+///
+/// # Errors
+/// A usage error for an unknown configured backend; the CPU device's start error.
+pub fn run(requested: Option<Backend>) -> CliResult<ExitCode> {
+    let selected = Backend::select(requested)?;
+    outln!("cubert {}", env!("CARGO_PKG_VERSION"));
+    outln!();
+    outln!("backends:");
+    for backend in Backend::ALL {
+        let state = if backend.is_built_in() {
+            "built in"
+        } else {
+            "not built into this binary"
+        };
+        let mark = if backend == selected {
+            " (selected)"
+        } else {
+            ""
+        };
+        outln!("  {:<6} {state}{mark}", backend.name());
+    }
+    outln!();
+    print_config(requested);
+    outln!();
+    print_cpu_devices()?;
+    if !selected.is_built_in() {
+        return Err(selected.unavailable());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_config(requested: Option<Backend>) {
+    let loaded = load_config();
+    let config = global_config();
+    outln!("configuration:");
+    match &loaded.file {
+        Some(path) => outln!("  file                {}", path.display()),
+        None => {
+            let cwd = std::env::current_dir()
+                .map(|dir| dir.display().to_string())
+                .unwrap_or_else(|_| "the working directory".into());
+            outln!(
+                "  file                none (no {} in {cwd} or above, CUBERT_CONFIG unset): defaults",
+                cubert::config::CONFIG_FILE_NAME
+            );
+        }
+    }
+    let overrides: Vec<String> = std::env::vars()
+        .map(|(name, _)| name)
+        .filter(|name| name.starts_with("CUBERT_"))
+        .collect();
+    if overrides.is_empty() {
+        outln!("  environment         no CUBERT_* variables");
+    } else {
+        outln!("  environment         {}", overrides.join(", "));
+    }
+    if loaded.warnings.is_empty() {
+        outln!("  warnings            none");
+    } else {
+        for warning in &loaded.warnings {
+            outln!("  warning             {warning}");
+        }
+    }
+    let origin = if requested.is_some() {
+        "--backend"
+    } else {
+        "configuration"
+    };
+    let backend = requested.map_or_else(|| config.runtime.backend.clone(), |b| b.to_string());
+    outln!("  backend             {backend} (from {origin})");
+    let mode = match config.runtime.device_handle {
+        DeviceHandleMode::Threaded => "threaded (one runner thread per device)",
+        DeviceHandleMode::Inline => "inline (work runs on the calling thread)",
+    };
+    outln!("  device handle mode  {mode}");
+    outln!("  profiling level     {:?}", config.profiling.level);
+    outln!("  logging level       {}", config.logging.level);
+    outln!(
+        "  bounds check        {:?}",
+        config.compilation.bounds_check
+    );
+}
+
+fn print_cpu_devices() -> CliResult<()> {
+    let first = CpuRuntime::client(&CpuDevice::new(0))?;
+    let count = first.device_count_total();
+    let info = first.info();
+    outln!(
+        "cpu backend: {count} virtual device(s), {} worker thread(s) each, memory limit {} each",
+        info.threads,
+        format_bytes(info.memory_limit)
+    );
+    for index in 0..count {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let client = CpuRuntime::client(&CpuDevice::new(index))?;
+        outln!();
+        print_device(&client);
+    }
+    Ok(())
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+fn print_device<R: Runtime>(client: &ComputeClient<R>) {
+    let properties: &DeviceProperties = client.properties();
+    let hardware = &properties.hardware;
+    let memory = &properties.memory;
+    let features = &properties.features;
+    outln!("{:?}: {}", client.device_id(), properties.name);
+    let cores = match (
+        hardware.num_cpu_cores,
+        hardware.num_streaming_multiprocessors,
+    ) {
+        (Some(cores), _) => format!("{cores} CPU core(s)"),
+        (None, Some(sms)) => format!("{sms} streaming multiprocessor(s)"),
+        (None, None) => "unknown".into(),
+    };
+    outln!("  compute units       {cores}");
+    if let Some((major, minor)) = hardware.compute_capability {
+        outln!("  compute capability  {major}.{minor}");
+    }
+    outln!(
+        "  memory              {} total, largest allocation {}, alignment {} B, pitch alignment {} B",
+        format_bytes(memory.total_memory),
+        format_bytes(memory.max_allocation_size),
+        memory.alignment,
+        memory.pitch_alignment
+    );
+    let (dx, dy, dz) = hardware.max_cube_dim;
+    outln!("  max cube dim        {dx} × {dy} × {dz}");
+    let (cx, cy, cz) = hardware.max_cube_count;
+    outln!("  max cube count      {cx} × {cy} × {cz}");
+    outln!("  max units per cube  {}", hardware.max_units_per_cube);
+    outln!(
+        "  shared memory       {} per cube",
+        format_bytes(hardware.max_shared_memory_size as u64)
+    );
+    outln!("  max bindings        {}", hardware.max_bindings);
+    outln!(
+        "  plane size          {}..{}",
+        hardware.plane_size_min,
+        hardware.plane_size_max
+    );
+    outln!(
+        "  loads               {} bits wide, vectors of up to {} elements",
+        hardware.load_width,
+        hardware.max_vector_size
+    );
+    outln!(
+        "  features            plane {}, tma {}, graphs {}, peer-to-peer {}, collectives {}",
+        yes_no(features.plane),
+        yes_no(features.tma),
+        yes_no(features.graphs),
+        yes_no(features.peer_to_peer),
+        yes_no(features.collectives)
+    );
+    let types: Vec<&str> = features.types.iter().map(|t| t.name()).collect();
+    outln!("  element types       {}", types.join(" "));
+    let timing = match properties.timing_method {
+        TimingMethod::System => "system (host clock around synchronized work)",
+        TimingMethod::Device => "device (event timestamps)",
+    };
+    outln!("  timing              {timing}");
+    outln!(
+        "  device handle       {}",
+        if client.is_blocking() {
+            "inline (blocking)"
+        } else {
+            "threaded (asynchronous)"
+        }
+    );
+    match client.memory_usage() {
+        Ok(usage) => outln!("  memory usage        {usage}"),
+        Err(error) => outln!("  memory usage        unavailable: {error}"),
+    }
+}

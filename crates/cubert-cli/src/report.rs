@@ -1,0 +1,148 @@
+//! The benchmark report as JSON, in the format of the anchor scripts:
+//!
+//! ```json
+//! {"tool": "cubert", "device": "...", "backend": "cpu", "date": "2026-11-21T10:00:00Z",
+//!  "figures": {"cubert_x": {"value": 1.0, "unit": "GB/s", "note": "..."}}, "failures": 0}
+//! ```
+//!
+//! Figures keep the order they were measured in. `failed_checks` lists the messages of the
+//! failures; `quick` says whether the sizes were reduced.
+
+use crate::error::CliResult;
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One measured figure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figure {
+    /// Name, `cubert_` + the anchor's name.
+    #[serde(skip)]
+    pub name: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit (`GB/s`, `ops/s`, `us/launch`, `us`).
+    pub unit: String,
+    /// How it was measured.
+    pub note: String,
+}
+
+/// Figures serialized as a JSON object keyed by name, in measurement order.
+#[derive(Clone, Debug, Default)]
+pub struct Figures(pub Vec<Figure>);
+
+impl Serialize for Figures {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for figure in &self.0 {
+            map.serialize_entry(&figure.name, figure)?;
+        }
+        map.end()
+    }
+}
+
+/// A whole benchmark run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Always `cubert`.
+    pub tool: &'static str,
+    /// Version of the tool.
+    pub version: &'static str,
+    /// Device name.
+    pub device: String,
+    /// Backend name.
+    pub backend: String,
+    /// When the run started (UTC, ISO 8601).
+    pub date: String,
+    /// Whether `--quick` reduced the sizes.
+    pub quick: bool,
+    /// The figures.
+    pub figures: Figures,
+    /// Number of failed checks.
+    pub failures: usize,
+    /// The failed checks' messages.
+    pub failed_checks: Vec<String>,
+}
+
+impl BenchReport {
+    /// Writes the report as pretty JSON to `path`.
+    ///
+    /// # Errors
+    /// The serialization or I/O error.
+    pub fn write(&self, path: &Path) -> CliResult<()> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        std::fs::write(path, text)
+            .map_err(|error| crate::error::CliError::from(error).context(path.display()))
+    }
+}
+
+/// `time` as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+pub fn iso8601(time: SystemTime) -> String {
+    let seconds = time
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates_are_utc_iso8601() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let time = UNIX_EPOCH + Duration::from_secs(1_795_219_200 + 3661);
+        assert_eq!(iso8601(time), "2026-11-21T01:01:01Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn figures_serialize_in_order_keyed_by_name() {
+        let figures = Figures(vec![
+            Figure {
+                name: "cubert_b".into(),
+                value: 2.0,
+                unit: "us".into(),
+                note: "n".into(),
+            },
+            Figure {
+                name: "cubert_a".into(),
+                value: 1.0,
+                unit: "GB/s".into(),
+                note: String::new(),
+            },
+        ]);
+        let text = serde_json::to_string(&figures).unwrap();
+        assert_eq!(
+            text,
+            r#"{"cubert_b":{"value":2.0,"unit":"us","note":"n"},"cubert_a":{"value":1.0,"unit":"GB/s","note":""}}"#
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! What a backend provides to run the suite: fresh, standalone clients and a few hooks to
+//! build kernels the suite can't build generically.
+
+use cubert_runtime::config::{DeviceHandleMode, ProfileLevel};
+use cubert_runtime::server::ComputeServer;
+use cubert_runtime::storage::ComputeStorage;
+use cubert_runtime::{ComputeClient, CubeDim, Runtime};
+
+/// The kernel type of backend `B`.
+pub type KernelOf<B> = <<<B as TestBackend>::R as Runtime>::Server as ComputeServer>::Kernel;
+
+/// The storage resource type of backend `B` (what `get_resource` hands out).
+pub type ResourceOf<B> =
+    <<<<B as TestBackend>::R as Runtime>::Server as ComputeServer>::Storage as ComputeStorage>::Resource;
+
+/// The client type of backend `B`.
+pub type Client<B> = ComputeClient<<B as TestBackend>::R>;
+
+/// How a test wants its client set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Index of the device among the backend's devices.
+    pub device_index: u32,
+    /// Threaded (runner thread) or inline device handle.
+    pub mode: DeviceHandleMode,
+    /// Caps the memory the device's manager may hold, in bytes, so out-of-memory can be
+    /// tested deterministically. `None` keeps the backend's default.
+    pub memory_limit: Option<u64>,
+    /// Row alignment in bytes of optimized (pitched) tensors; `Some(1)` keeps them dense.
+    /// `None` keeps the backend's default.
+    pub pitch_alignment: Option<u64>,
+    /// What profiling records.
+    pub profile_level: ProfileLevel,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            device_index: 0,
+            mode: DeviceHandleMode::Threaded,
+            memory_limit: None,
+            pitch_alignment: None,
+            profile_level: ProfileLevel::Disabled,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Device 0, threaded, backend defaults, profiling off.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// On device `index`.
+    pub fn with_device(mut self, index: u32) -> Self {
+        self.device_index = index;
+        self
+    }
+
+    /// With a device handle in `mode`.
+    pub fn with_mode(mut self, mode: DeviceHandleMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// With the device's memory capped at `bytes`.
+    pub fn with_memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// With rows of optimized tensors aligned to `bytes`.
+    pub fn with_pitch_alignment(mut self, bytes: u64) -> Self {
+        self.pitch_alignment = Some(bytes);
+        self
+    }
+
+    /// With profiling at `level`.
+    pub fn with_profile_level(mut self, level: ProfileLevel) -> Self {
+        self.profile_level = level;
+        self
+    }
+}
+
+/// A backend the suite runs on. Implement it on a local unit struct in the backend's test
+/// crate and call [`testgen!`](crate::testgen) with it.
+pub trait TestBackend: Send + Sync + 'static {
+    /// The runtime under test.
+    type R: Runtime;
+
+    /// A new client over a new server of device `options.device_index`, configured as
+    /// `options` says, that no other client shares: NOT the globally registered one, so each
+    /// test gets its own memory manager and a deterministic memory baseline. Built with
+    /// `ComputeClient::from_server(server, options.mode)`. `None` if the device doesn't
+    /// exist.
+    fn fresh_client(options: &ClientOptions) -> Option<ComputeClient<Self::R>>;
+
+    /// How many devices [`TestBackend::fresh_client`] can open (at least 1). Multi-device
+    /// tests need 2.
+    fn device_count_for_tests() -> u32;
+
+    /// `kernel` with another cube dim (to exceed the device's limits).
+    fn with_cube_dim(kernel: KernelOf<Self>, cube_dim: CubeDim) -> KernelOf<Self>;
+
+    /// `kernel` declaring `bytes` of shared memory per cube (to exceed the device's limit).
+    fn with_shared_memory(kernel: KernelOf<Self>, bytes: usize) -> KernelOf<Self>;
+
+    /// Length in bytes of the range a storage resource covers.
+    fn resource_len(resource: &ResourceOf<Self>) -> u64;
+}

@@ -1,0 +1,489 @@
+//! Launching kernels: `launch`, `launch_unchecked`, cube counts, and every standard kernel
+//! through `cubert_runtime::ops`, checked against plain Rust references.
+
+use crate::backend::{Client, TestBackend};
+use crate::support::{XorShift, assert_close, client, client_in, read_elems, upload};
+use cubert_runtime::config::DeviceHandleMode;
+use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::{
+    CubeCount, CubeCountSelection, CubeDim, ElemType, Element, KernelArguments,
+    MetadataBindingInfo, Runtime, ops,
+};
+
+fn copy_arguments(
+    src: &cubert_runtime::Handle,
+    dst: &cubert_runtime::Handle,
+    len: usize,
+) -> KernelArguments {
+    KernelArguments::new()
+        .with_buffers(vec![src.to_binding(), dst.to_binding()])
+        .with_info(MetadataBindingInfo::custom(vec![len as u64]))
+}
+
+fn launch_in<B: TestBackend>(mode: DeviceHandleMode) {
+    let client = client_in::<B>(mode);
+    let input = XorShift::new(20).f32s(5000, 50.0);
+    let src = upload::<B, f32>(&client, &input);
+    let dst = client.empty(5000 * 4).unwrap();
+    let kernel = B::R::standard_kernel(StandardKernel::Copy(ElemType::F32)).unwrap();
+    let cubes = CubeCountSelection::new(&client, 3).cube_count();
+    client
+        .launch(kernel, cubes, copy_arguments(&src, &dst, 5000))
+        .unwrap();
+    client.sync().unwrap();
+    assert_eq!(read_elems::<B, f32>(&client, &dst), input, "{mode:?}");
+}
+
+in_both_modes!(
+    /// `launch` of the standard copy kernel, bound by hand, writes the destination.
+    launch_of_copy_kernel_writes_the_destination_threaded,
+    launch_of_copy_kernel_writes_the_destination_inline => launch_in
+);
+
+fn launch_unchecked_in<B: TestBackend>(mode: DeviceHandleMode) {
+    let client = client_in::<B>(mode);
+    let mut rng = XorShift::new(21);
+    let lhs = rng.i32s(777, 1 << 20);
+    let rhs = rng.i32s(777, 1 << 20);
+    let (l, r) = (
+        upload::<B, i32>(&client, &lhs),
+        upload::<B, i32>(&client, &rhs),
+    );
+    let out = client.empty(777 * 4).unwrap();
+    let kernel = B::R::standard_kernel(StandardKernel::Add(ElemType::I32)).unwrap();
+    let arguments = KernelArguments::new()
+        .with_buffers(vec![l.to_binding(), r.to_binding(), out.to_binding()])
+        .with_info(MetadataBindingInfo::custom(vec![777]));
+    // SAFETY: every buffer holds the 777 elements the kernel touches.
+    unsafe { client.launch_unchecked(kernel, CubeCount::new_1d(2), arguments) }.unwrap();
+    let expected: Vec<i32> = lhs.iter().zip(&rhs).map(|(a, b)| a + b).collect();
+    assert_eq!(read_elems::<B, i32>(&client, &out), expected, "{mode:?}");
+}
+
+in_both_modes!(
+    /// `launch_unchecked` of an in-bounds kernel computes the same result as a checked one.
+    launch_unchecked_of_in_bounds_kernel_is_correct_threaded,
+    launch_unchecked_of_in_bounds_kernel_is_correct_inline => launch_unchecked_in
+);
+
+fn chained_in<B: TestBackend>(mode: DeviceHandleMode) {
+    let client = client_in::<B>(mode);
+    let a = client.empty(1000 * 4).unwrap();
+    let b = client.empty(1000 * 4).unwrap();
+    ops::fill(&client, &a, 1000, 1.5f32).unwrap();
+    ops::add(&client, &a, &a, &b, 1000, ElemType::F32).unwrap();
+    ops::mul(&client, &b, &b, &a, 1000, ElemType::F32).unwrap();
+    ops::copy(&client, &a, &b, 1000, ElemType::F32).unwrap();
+    ops::add(&client, &a, &b, &a, 1000, ElemType::F32).unwrap();
+    assert_eq!(
+        read_elems::<B, f32>(&client, &a),
+        vec![18.0; 1000],
+        "{mode:?}"
+    );
+}
+
+in_both_modes!(
+    /// Dependent launches on one stream run in submission order (fill, add, mul, copy, add
+    /// without a sync in between).
+    dependent_launches_run_in_submission_order_threaded,
+    dependent_launches_run_in_submission_order_inline => chained_in
+);
+
+/// The empty kernel launches and syncs without error.
+pub fn noop_kernel_launches_and_syncs<B: TestBackend>() {
+    let client = client::<B>();
+    for _ in 0..10 {
+        ops::noop(&client).unwrap();
+    }
+    client.sync().unwrap();
+}
+
+/// A launch over zero cubes is accepted and does nothing.
+pub fn launch_over_zero_cubes_does_nothing<B: TestBackend>() {
+    let client = client::<B>();
+    let src = upload::<B, f32>(&client, &[1.0; 64]);
+    let dst = upload::<B, f32>(&client, &[2.0; 64]);
+    let kernel = B::R::standard_kernel(StandardKernel::Copy(ElemType::F32)).unwrap();
+    client
+        .launch(
+            kernel,
+            CubeCount::new_3d(0, 4, 4),
+            copy_arguments(&src, &dst, 64),
+        )
+        .unwrap();
+    client.sync().unwrap();
+    assert_eq!(read_elems::<B, f32>(&client, &dst), vec![2.0; 64]);
+}
+
+/// A dynamic cube count is read from its buffer at launch time; elementwise kernels are
+/// correct with any cube count.
+pub fn dynamic_cube_count_is_read_from_its_buffer<B: TestBackend>() {
+    let client = client::<B>();
+    let input = XorShift::new(22).f32s(4000, 3.0);
+    let src = upload::<B, f32>(&client, &input);
+    let dst = client.empty(4000 * 4).unwrap();
+    let count = upload::<B, u32>(&client, &[3, 2, 1]);
+    let kernel = B::R::standard_kernel(StandardKernel::Copy(ElemType::F32)).unwrap();
+    client
+        .launch(
+            kernel,
+            CubeCount::Dynamic(count.to_binding()),
+            copy_arguments(&src, &dst, 4000),
+        )
+        .unwrap();
+    assert_eq!(read_elems::<B, f32>(&client, &dst), input);
+}
+
+fn fill_case<B: TestBackend, T: Element>(client: &Client<B>, value: T) {
+    let len = 5003;
+    let out = client.empty(len * T::ELEM.size() + 64).unwrap();
+    ops::fill(client, &out, len, value).unwrap();
+    let read: Vec<T> = read_elems::<B, T>(client, &out);
+    assert!(
+        read[..len].iter().all(|v| *v == value),
+        "fill {} left other values",
+        T::ELEM
+    );
+}
+
+/// `fill` writes its value to every element, for f32, f64, i32 and u8.
+pub fn fill_writes_the_value_to_every_element<B: TestBackend>() {
+    let client = client::<B>();
+    fill_case::<B, f32>(&client, -3.75);
+    fill_case::<B, f64>(&client, 1.0e300);
+    fill_case::<B, i32>(&client, -123_456_789);
+    fill_case::<B, u8>(&client, 0xa5);
+}
+
+/// `copy` copies exactly `len` elements and leaves the rest of the destination alone.
+pub fn copy_copies_exactly_len_elements<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(23);
+    let source = rng.f64s(3000, 1e6);
+    let before = rng.f64s(3000, 1.0);
+    let src = upload::<B, f64>(&client, &source);
+    let dst = upload::<B, f64>(&client, &before);
+    ops::copy(&client, &src, &dst, 2001, ElemType::F64).unwrap();
+    let mut expected = before.clone();
+    expected[..2001].copy_from_slice(&source[..2001]);
+    assert_eq!(read_elems::<B, f64>(&client, &dst), expected);
+}
+
+/// `cast` f32 -> i32 truncates toward zero and saturates; NaN becomes 0.
+pub fn cast_f32_to_i32_truncates_and_saturates<B: TestBackend>() {
+    let client = client::<B>();
+    let mut values = vec![
+        0.0f32,
+        1.7,
+        -1.7,
+        2.5,
+        -2.5,
+        3.0e9,
+        -3.0e9,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        2_147_483_520.0,
+        -2_147_483_648.0,
+    ];
+    values.extend(XorShift::new(24).f32s(1000, 1.0e5));
+    let src = upload::<B, f32>(&client, &values);
+    let dst = client.empty(values.len() * 4).unwrap();
+    ops::cast(
+        &client,
+        &src,
+        &dst,
+        values.len(),
+        ElemType::F32,
+        ElemType::I32,
+    )
+    .unwrap();
+    let expected: Vec<i32> = values.iter().map(|v| *v as i32).collect();
+    let read = read_elems::<B, i32>(&client, &dst);
+    assert_eq!(&read[..12], &expected[..12]);
+    assert_eq!(
+        &read[..12],
+        &[
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            i32::MAX,
+            i32::MIN,
+            i32::MAX,
+            i32::MIN,
+            0,
+            2_147_483_520,
+            i32::MIN
+        ]
+    );
+    assert_eq!(read, expected);
+}
+
+/// `cast` f32 -> f64 is exact.
+pub fn cast_f32_to_f64_is_exact<B: TestBackend>() {
+    let client = client::<B>();
+    let mut values = XorShift::new(25).f32s(2500, 1.0e30);
+    values.extend([f32::MIN_POSITIVE, f32::MAX, -0.0, 1.0e-40]);
+    let src = upload::<B, f32>(&client, &values);
+    let dst = client.empty(values.len() * 8).unwrap();
+    ops::cast(
+        &client,
+        &src,
+        &dst,
+        values.len(),
+        ElemType::F32,
+        ElemType::F64,
+    )
+    .unwrap();
+    let expected: Vec<f64> = values.iter().map(|v| f64::from(*v)).collect();
+    let read = read_elems::<B, f64>(&client, &dst);
+    assert_eq!(read.len(), expected.len());
+    for (index, (a, e)) in read.iter().zip(&expected).enumerate() {
+        assert_eq!(a.to_bits(), e.to_bits(), "element {index}: {a} vs {e}");
+    }
+}
+
+fn binary_case<B: TestBackend, T: Element>(
+    client: &Client<B>,
+    lhs: &[T],
+    rhs: &[T],
+    add: bool,
+    reference: impl Fn(T, T) -> T,
+) {
+    let len = lhs.len();
+    let l = upload::<B, T>(client, lhs);
+    let r = upload::<B, T>(client, rhs);
+    let out = client.empty(len * T::ELEM.size()).unwrap();
+    if add {
+        ops::add(client, &l, &r, &out, len, T::ELEM).unwrap();
+    } else {
+        ops::mul(client, &l, &r, &out, len, T::ELEM).unwrap();
+    }
+    let expected: Vec<T> = lhs
+        .iter()
+        .zip(rhs)
+        .map(|(a, b)| reference(*a, *b))
+        .collect();
+    let read = read_elems::<B, T>(client, &out);
+    let name = if add { "add" } else { "mul" };
+    assert!(
+        read == expected,
+        "{name} {} differs from the reference (first difference at {:?})",
+        T::ELEM,
+        read.iter().zip(&expected).position(|(a, e)| a != e)
+    );
+}
+
+/// `add` is exact against the Rust reference for f32, f64 and i32.
+pub fn add_matches_reference_for_f32_f64_i32<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(26);
+    let len = 6007;
+    binary_case::<B, f32>(
+        &client,
+        &rng.f32s(len, 1e3),
+        &rng.f32s(len, 1e3),
+        true,
+        |a, b| a + b,
+    );
+    binary_case::<B, f64>(
+        &client,
+        &rng.f64s(len, 1e9),
+        &rng.f64s(len, 1e-3),
+        true,
+        |a, b| a + b,
+    );
+    binary_case::<B, i32>(
+        &client,
+        &rng.i32s(len, i32::MAX),
+        &rng.i32s(len, i32::MAX),
+        true,
+        i32::wrapping_add,
+    );
+}
+
+/// `mul` is exact against the Rust reference for f32, f64 and i32.
+pub fn mul_matches_reference_for_f32_f64_i32<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(27);
+    let len = 6007;
+    binary_case::<B, f32>(
+        &client,
+        &rng.f32s(len, 1e3),
+        &rng.f32s(len, 1e3),
+        false,
+        |a, b| a * b,
+    );
+    binary_case::<B, f64>(
+        &client,
+        &rng.f64s(len, 1e9),
+        &rng.f64s(len, 1e-3),
+        false,
+        |a, b| a * b,
+    );
+    binary_case::<B, i32>(
+        &client,
+        &rng.i32s(len, 40_000),
+        &rng.i32s(len, 40_000),
+        false,
+        i32::wrapping_mul,
+    );
+}
+
+/// `add` with the output bound to an input (in place) is correct.
+pub fn add_in_place_into_an_input_is_correct<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(28);
+    let (lhs, rhs) = (rng.f32s(2048, 10.0), rng.f32s(2048, 10.0));
+    let l = upload::<B, f32>(&client, &lhs);
+    let r = upload::<B, f32>(&client, &rhs);
+    ops::add(&client, &l, &r, &l, 2048, ElemType::F32).unwrap();
+    let expected: Vec<f32> = lhs.iter().zip(&rhs).map(|(a, b)| a + b).collect();
+    assert_eq!(read_elems::<B, f32>(&client, &l), expected);
+    assert_eq!(
+        read_elems::<B, f32>(&client, &r),
+        rhs,
+        "the other input is untouched"
+    );
+}
+
+/// `reduce_sum` sums each row: within a relative tolerance for f32 (scaled by the sum of
+/// magnitudes), tightly for f64, exactly for i32.
+pub fn reduce_sum_matches_reference<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(29);
+    let (rows, cols) = (37, 1001);
+    let input = rng.f32s(rows * cols, 100.0);
+    let handle = upload::<B, f32>(&client, &input);
+    let out = client.empty(rows * 4).unwrap();
+    ops::reduce_sum(&client, &handle, &out, rows, cols, ElemType::F32).unwrap();
+    let read: Vec<f64> = read_elems::<B, f32>(&client, &out)
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    let row = |r: usize| &input[r * cols..(r + 1) * cols];
+    let expected: Vec<f64> = (0..rows)
+        .map(|r| row(r).iter().map(|v| f64::from(*v)).sum())
+        .collect();
+    let scale: Vec<f64> = (0..rows)
+        .map(|r| row(r).iter().map(|v| f64::from(v.abs())).sum())
+        .collect();
+    assert_close(&read, &expected, &scale, 5e-5, "reduce_sum f32");
+
+    let input = rng.f64s(rows * cols, 100.0);
+    let handle = upload::<B, f64>(&client, &input);
+    let out = client.empty(rows * 8).unwrap();
+    ops::reduce_sum(&client, &handle, &out, rows, cols, ElemType::F64).unwrap();
+    let read = read_elems::<B, f64>(&client, &out);
+    let expected: Vec<f64> = (0..rows)
+        .map(|r| input[r * cols..(r + 1) * cols].iter().sum())
+        .collect();
+    let scale: Vec<f64> = (0..rows)
+        .map(|r| {
+            input[r * cols..(r + 1) * cols]
+                .iter()
+                .map(|v| v.abs())
+                .sum()
+        })
+        .collect();
+    assert_close(&read, &expected, &scale, 1e-12, "reduce_sum f64");
+
+    let input = rng.i32s(rows * cols, 1 << 20);
+    let handle = upload::<B, i32>(&client, &input);
+    let out = client.empty(rows * 4).unwrap();
+    ops::reduce_sum(&client, &handle, &out, rows, cols, ElemType::I32).unwrap();
+    let expected: Vec<i32> = (0..rows)
+        .map(|r| input[r * cols..(r + 1) * cols].iter().sum())
+        .collect();
+    assert_eq!(read_elems::<B, i32>(&client, &out), expected);
+}
+
+fn matmul_reference(
+    lhs: &[f64],
+    rhs: &[f64],
+    (m, k, n): (usize, usize, usize),
+) -> (Vec<f64>, Vec<f64>) {
+    let mut out = vec![0.0; m * n];
+    let mut scale = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                let term = lhs[i * k + p] * rhs[p * n + j];
+                out[i * n + j] += term;
+                scale[i * n + j] += term.abs();
+            }
+        }
+    }
+    (out, scale)
+}
+
+/// `matmul` of sizes that aren't multiples of any tile matches the reference within a
+/// relative tolerance (f32 and f64).
+pub fn matmul_matches_reference<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(30);
+    let (m, k, n) = (67, 45, 39);
+    let lhs = rng.f32s(m * k, 2.0);
+    let rhs = rng.f32s(k * n, 2.0);
+    let l = upload::<B, f32>(&client, &lhs);
+    let r = upload::<B, f32>(&client, &rhs);
+    let out = client.empty(m * n * 4).unwrap();
+    ops::matmul(&client, &l, &r, &out, m, k, n, ElemType::F32).unwrap();
+    let wide = |v: &[f32]| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>();
+    let (expected, scale) = matmul_reference(&wide(&lhs), &wide(&rhs), (m, k, n));
+    let read = wide(&read_elems::<B, f32>(&client, &out));
+    assert_close(&read, &expected, &scale, 1e-5, "matmul f32");
+
+    let lhs = rng.f64s(m * k, 2.0);
+    let rhs = rng.f64s(k * n, 2.0);
+    let l = upload::<B, f64>(&client, &lhs);
+    let r = upload::<B, f64>(&client, &rhs);
+    let out = client.empty(m * n * 8).unwrap();
+    ops::matmul(&client, &l, &r, &out, m, k, n, ElemType::F64).unwrap();
+    let (expected, scale) = matmul_reference(&lhs, &rhs, (m, k, n));
+    assert_close(
+        &read_elems::<B, f64>(&client, &out),
+        &expected,
+        &scale,
+        1e-12,
+        "matmul f64",
+    );
+}
+
+/// `CubeDim::new` stays within the device's limits; `CubeCountSelection::new` dispatches
+/// exactly the cubes asked for when they fit, and at least as many (within the limits)
+/// when they don't.
+pub fn cube_dim_and_cube_count_selection_respect_device_limits<B: TestBackend>() {
+    let client = client::<B>();
+    let hardware = client.properties().hardware.clone();
+    for units in [0usize, 1, 7, 256, 1 << 20, usize::MAX] {
+        let dim = CubeDim::new(&client, units);
+        assert!(dim.num_elems() >= 1, "{units} units: {dim:?}");
+        assert!(dim.num_elems() <= hardware.max_units_per_cube, "{dim:?}");
+        assert!(dim.x <= hardware.max_cube_dim.0, "{dim:?}");
+        assert!(dim.y <= hardware.max_cube_dim.1, "{dim:?}");
+        assert!(dim.z <= hardware.max_cube_dim.2, "{dim:?}");
+    }
+    let max = hardware.max_cube_count;
+    let small = CubeCountSelection::new(&client, 7);
+    assert!(!small.has_idle());
+    assert!(matches!(small.cube_count(), CubeCount::Static(7, 1, 1)));
+    for wanted in [max.0.saturating_add(1), u32::MAX] {
+        if wanted <= max.0 {
+            continue;
+        }
+        let selection = CubeCountSelection::new(&client, wanted);
+        let CubeCount::Static(x, y, z) = selection.clone().cube_count() else {
+            panic!("a selection is always static");
+        };
+        assert!(
+            x <= max.0 && y <= max.1 && z <= max.2,
+            "({x}, {y}, {z}) vs {max:?}"
+        );
+        let total = u64::from(x) * u64::from(y) * u64::from(z);
+        assert!(total >= u64::from(wanted), "({x}, {y}, {z}) < {wanted}");
+        assert_eq!(selection.has_idle(), total != u64::from(wanted));
+    }
+}
