@@ -159,11 +159,15 @@ impl CpuServer {
     fn read_one(&mut self, descriptor: &CopyDescriptor) -> Result<Bytes, ServerError> {
         let dense = descriptor.validate()?;
         let resource = self.resolve(&descriptor.handle)?;
-        let mut bytes = Bytes::zeroed(dense);
         // SAFETY: the resource covers the binding's live bytes, and `validate` checked that
         // the descriptor stays inside the binding; nothing else touches device memory while
         // this task runs.
         let source = unsafe { std::slice::from_raw_parts(resource.as_ptr(), resource.len()) };
+        if descriptor.is_contiguous() {
+            // One copy into fresh memory, no zero fill first.
+            return Ok(Bytes::from_bytes_vec(source[..dense].to_vec()));
+        }
+        let mut bytes = Bytes::zeroed(dense);
         gather(
             source,
             &descriptor.shape,

@@ -1,8 +1,9 @@
 //! Host memory as device storage.
 //!
-//! Each allocation is a zeroed, 64-byte-aligned block from the global allocator (large
-//! blocks come from `mmap` and are zeroed lazily by the OS, so zeroing costs nothing up
-//! front). Zeroed memory means a kernel reading memory nobody wrote reads zeros, never
+//! Each allocation is zeroed and 64-byte aligned: small blocks come from the global
+//! allocator, blocks of [`MAP_THRESHOLD`] bytes or more are anonymous memory maps, which the
+//! OS zeroes lazily page by page, so a large allocation costs nothing until it is touched.
+//! Zeroed memory means a kernel reading memory nobody wrote reads zeros, never
 //! uninitialized bytes.
 
 use cubert_runtime::IoError;
@@ -15,9 +16,28 @@ use std::ptr::NonNull;
 /// Alignment of every host allocation.
 pub const HOST_ALIGNMENT: usize = 64;
 
-struct Allocation {
-    ptr: NonNull<u8>,
-    layout: Layout,
+/// Allocations of at least this many bytes are memory maps.
+pub const MAP_THRESHOLD: usize = 1 << 20;
+
+enum Allocation {
+    Heap { ptr: NonNull<u8>, layout: Layout },
+    Map(memmap2::MmapMut),
+}
+
+impl Allocation {
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Allocation::Heap { ptr, .. } => ptr.as_ptr(),
+            Allocation::Map(map) => map.as_mut_ptr(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Allocation::Heap { layout, .. } => layout.size(),
+            Allocation::Map(map) => map.len(),
+        }
+    }
 }
 
 /// Allocates host memory for a CPU device.
@@ -79,34 +99,41 @@ impl ComputeStorage for HostStorage {
         };
         let size = usize::try_from(size)
             .map_err(|_| out_of_memory("the size exceeds the address space".into()))?;
-        let layout = Layout::from_size_align(size.max(1), HOST_ALIGNMENT)
-            .map_err(|error| out_of_memory(format!("invalid layout: {error}")))?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr)
-            .ok_or_else(|| out_of_memory("the system allocator returned no memory".into()))?;
+        let allocation = if size >= MAP_THRESHOLD {
+            let map = memmap2::MmapMut::map_anon(size)
+                .map_err(|error| out_of_memory(format!("mmap failed: {error}")))?;
+            Allocation::Map(map)
+        } else {
+            let layout = Layout::from_size_align(size.max(1), HOST_ALIGNMENT)
+                .map_err(|error| out_of_memory(format!("invalid layout: {error}")))?;
+            // SAFETY: the layout has a non-zero size.
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+            let ptr = NonNull::new(ptr)
+                .ok_or_else(|| out_of_memory("the system allocator returned no memory".into()))?;
+            Allocation::Heap { ptr, layout }
+        };
         self.next_id += 1;
         let id = StorageId(self.next_id);
-        self.allocations.insert(id, Allocation { ptr, layout });
+        self.allocations.insert(id, allocation);
         Ok(id)
     }
 
     fn dealloc(&mut self, id: StorageId) {
-        if let Some(allocation) = self.allocations.remove(&id) {
+        if let Some(Allocation::Heap { ptr, layout }) = self.allocations.remove(&id) {
             // SAFETY: the pointer came from `alloc_zeroed` with this layout and is freed once
             // (it was just removed from the map).
-            unsafe { std::alloc::dealloc(allocation.ptr.as_ptr(), allocation.layout) };
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
         }
     }
 
     fn get(&mut self, handle: &StorageHandle) -> Option<HostResource> {
-        let allocation = self.allocations.get(&handle.id)?;
+        let allocation = self.allocations.get_mut(&handle.id)?;
         let end = handle.offset.checked_add(handle.size)?;
-        if end > allocation.layout.size() as u64 {
+        if end > allocation.len() as u64 {
             return None;
         }
         // SAFETY: offset + size is within the allocation (checked above).
-        let ptr = unsafe { allocation.ptr.as_ptr().add(handle.offset as usize) };
+        let ptr = unsafe { allocation.ptr().add(handle.offset as usize) };
         Some(HostResource {
             ptr: NonNull::new(ptr)?,
             len: handle.size as usize,
@@ -126,6 +153,24 @@ impl Drop for HostStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_allocations_are_zeroed_maps() {
+        let mut storage = HostStorage::default();
+        let id = storage.alloc(8 << 20).unwrap();
+        let resource = storage
+            .get(&StorageHandle {
+                id,
+                offset: 0,
+                size: 8 << 20,
+            })
+            .unwrap();
+        assert_eq!(resource.as_ptr() as usize % 4096, 0);
+        // SAFETY: the resource covers 8 MiB of live bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(resource.as_ptr(), resource.len()) };
+        assert!(bytes.iter().step_by(4093).all(|b| *b == 0));
+        storage.dealloc(id);
+    }
 
     #[test]
     fn allocations_are_zeroed_aligned_and_bounded() {

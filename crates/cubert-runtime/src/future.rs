@@ -30,14 +30,22 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Runs `future` to completion on the calling thread, parking it while the future is pending.
+/// How long [`block_on`] keeps polling a pending future before parking the thread (waking a
+/// parked thread can cost ~100 µs on virtual machines).
+const SPIN: std::time::Duration = std::time::Duration::from_micros(30);
+
+/// Runs `future` to completion on the calling thread: polls it for a short while, then parks
+/// the thread until the future's waker is called.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut context = Context::from_waker(&waker);
+    let start = std::time::Instant::now();
+    let spin = crate::device_handle::spin::spinning_helps();
     loop {
         match future.as_mut().poll(&mut context) {
             Poll::Ready(value) => return value,
+            Poll::Pending if spin && start.elapsed() < SPIN => std::hint::spin_loop(),
             Poll::Pending => std::thread::park(),
         }
     }

@@ -22,6 +22,7 @@
 mod gate;
 mod marks;
 mod registry;
+pub(crate) mod spin;
 
 pub use crate::config::DeviceHandleMode;
 
@@ -30,6 +31,7 @@ use crate::error::ServerError;
 use crate::server::{ComputeServer, ServerUtilities};
 use gate::ReentrantGate;
 use marks::{BorrowMark, OwnMark, is_borrowed, is_owned};
+use spin::recv_spinning;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -181,7 +183,7 @@ impl<S> Core<S> {
 }
 
 fn runner_loop<S>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
-    while let Ok(message) = receiver.recv() {
+    while let Ok(message) = recv_spinning(&receiver) {
         match message {
             Message::Task(task) => core.run(task),
             Message::Pause { paused, resume } => {
@@ -337,7 +339,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
                 sender
                     .send(Message::Task(Box::new(wrapped)))
                     .map_err(|_| CallError::Disconnected)?;
-                answer.recv().map_err(|_| CallError::Disconnected)?
+                recv_spinning(&answer).map_err(|_| CallError::Disconnected)?
             }
             None => {
                 let _gate = self.inner.gate.enter();
@@ -374,7 +376,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
                         resume,
                     })
                     .map_err(|_| CallError::Disconnected)?;
-                paused.recv().map_err(|_| CallError::Disconnected)?;
+                recv_spinning(&paused).map_err(|_| CallError::Disconnected)?;
                 let _resume = Resume {
                     _resume: resume_sender,
                     _mark: OwnMark::new(key),
