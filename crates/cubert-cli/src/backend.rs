@@ -20,7 +20,7 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Every backend, built in or not.
+    /// Every backend.
     pub const ALL: [Backend; 2] = [Backend::Cpu, Backend::Cuda];
 
     /// The lowercase name (`cpu`, `cuda`).
@@ -28,14 +28,6 @@ impl Backend {
         match self {
             Backend::Cpu => "cpu",
             Backend::Cuda => "cuda",
-        }
-    }
-
-    /// Whether this binary contains the backend.
-    pub fn is_built_in(self) -> bool {
-        match self {
-            Backend::Cpu => true,
-            Backend::Cuda => false,
         }
     }
 
@@ -53,28 +45,6 @@ impl Backend {
                 "the configured backend `{configured}` is unknown (expected cpu or cuda)"
             ))
         })
-    }
-
-    /// The error for a backend that isn't built into this binary.
-    pub fn unavailable(self) -> CliError {
-        let built: Vec<&str> = Backend::ALL
-            .iter()
-            .filter(|b| b.is_built_in())
-            .map(|b| b.name())
-            .collect();
-        CliError::usage(format!(
-            "the {} backend is not built into this binary (available: {}); \
-             pass `--backend cpu` or set CUBERT_BACKEND=cpu",
-            self.label(),
-            built.join(", ")
-        ))
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Backend::Cpu => "CPU",
-            Backend::Cuda => "CUDA",
-        }
     }
 }
 
@@ -108,6 +78,18 @@ pub fn run_on_default_device<J: ClientJob>(backend: Backend, job: J) -> CliResul
                 .map_err(|error| CliError::from(error).context("can't start CPU device 0"))?;
             job.run(&client)
         }
-        Backend::Cuda => Err(backend.unavailable()),
+        Backend::Cuda => {
+            let status = cubert::cuda::driver_status();
+            if !status.is_available() {
+                return Err(CliError::usage(format!(
+                    "the CUDA backend can't run here: {}; pass `--backend cpu` or set \
+                     CUBERT_BACKEND=cpu",
+                    status.describe()
+                )));
+            }
+            let client = cubert::CudaRuntime::client(&cubert::CudaDevice::new(0))
+                .map_err(|error| CliError::from(error).context("can't start CUDA device 0"))?;
+            job.run(&client)
+        }
     }
 }

@@ -9,7 +9,7 @@ use cubert::properties::{DeviceProperties, TimingMethod};
 use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
 use std::process::ExitCode;
 
-/// Prints everything; exit code 2 if the selected backend isn't built in (after printing).
+/// Prints everything.
 ///
 /// # Errors
 /// A usage error for an unknown configured backend; the CPU device's start error.
@@ -19,25 +19,19 @@ pub fn run(requested: Option<Backend>) -> CliResult<ExitCode> {
     outln!();
     outln!("backends:");
     for backend in Backend::ALL {
-        let state = if backend.is_built_in() {
-            "built in"
-        } else {
-            "not built into this binary"
-        };
         let mark = if backend == selected {
             " (selected)"
         } else {
             ""
         };
-        outln!("  {:<6} {state}{mark}", backend.name());
+        outln!("  {}{mark}", backend.name());
     }
     outln!();
     print_config(requested);
     outln!();
     print_cpu_devices()?;
-    if !selected.is_built_in() {
-        return Err(selected.unavailable());
-    }
+    outln!();
+    print_cuda_devices();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -91,6 +85,28 @@ fn print_config(requested: Option<Backend>) {
         "  bounds check        {:?}",
         config.compilation.bounds_check
     );
+}
+
+/// The CUDA backend: whether a device was found and, if not, why; then each device.
+fn print_cuda_devices() {
+    let status = cubert::cuda::driver_status();
+    outln!("cuda backend: {}", status.describe());
+    match cubert::cuda::nvrtc_version() {
+        Ok((major, minor)) => outln!("  nvrtc               {major}.{minor}"),
+        Err(reason) => outln!("  nvrtc               {reason}"),
+    }
+    if !status.is_available() {
+        return;
+    }
+    for index in 0..cubert::cuda::device_count() {
+        match cubert::CudaRuntime::client(&cubert::CudaDevice::new(index)) {
+            Ok(client) => {
+                outln!();
+                print_device(&client);
+            }
+            Err(error) => outln!("  device {index}: can't start: {error}"),
+        }
+    }
 }
 
 fn print_cpu_devices() -> CliResult<()> {

@@ -24,6 +24,12 @@ pub use cubert_runtime::*;
 pub use cubert_cpu as cpu;
 pub use cubert_cpu::{CpuDevice, CpuRuntime};
 
+/// The CUDA backend (NVIDIA GPUs).
+#[cfg(feature = "cuda")]
+pub use cubert_cuda as cuda;
+#[cfg(feature = "cuda")]
+pub use cubert_cuda::{CudaDevice, CudaRuntime};
+
 /// The client of the embedded default device: CPU device 0.
 ///
 /// # Errors

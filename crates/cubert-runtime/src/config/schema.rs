@@ -129,6 +129,8 @@ pub struct CudaConfig {
     pub memory_limit: u64,
     /// Freed pinned host memory kept for reuse, in bytes.
     pub pinned_cache: u64,
+    /// Row alignment in bytes of optimized (pitched) tensors; 0 uses the device's.
+    pub pitch_alignment: u64,
 }
 
 impl Default for CudaConfig {
@@ -136,6 +138,7 @@ impl Default for CudaConfig {
         Self {
             memory_limit: 0,
             pinned_cache: 4 << 30,
+            pitch_alignment: 0,
         }
     }
 }
@@ -364,6 +367,7 @@ impl CubertConfig {
                 }
             }
             ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
+            ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes(value)?,
             ("profiling", "level") => {
                 self.profiling.level = match text(value)?.as_str() {
                     "disabled" | "off" => ProfileLevel::Disabled,

@@ -1,0 +1,235 @@
+//! The completion thread: resolves futures when the device reaches an event.
+//!
+//! The runner thread never blocks on the device for a read, a sync or a profile: it records
+//! an event after the work and sends a [`Job`] here. This thread waits for the events in
+//! order (`cuEventSynchronize`), turns status counters into out-of-bounds errors, and
+//! resolves the job's future: read bytes, a sync result, a profile duration, or simply the
+//! release of buffers that had to live until a copy finished.
+//!
+//! A driver error while waiting means a device fault: the shared state is marked unhealthy
+//! and every later operation of the server reports it.
+
+use crate::context::CudaContext;
+use crate::driver::{Context as _, DriverFailure};
+use crate::status::StatusCheck;
+use crate::streams::EventPool;
+use cubert_runtime::future::OneshotSender;
+use cubert_runtime::profile::ProfileTicks;
+use cubert_runtime::server::StreamErrors;
+use cubert_runtime::{Bytes, ProfileError, ServerError, StreamId};
+use cudarc::driver::sys::{self, CUevent};
+use std::any::Any;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// State shared by the runner and the completion thread.
+#[derive(Default)]
+pub struct Shared {
+    errors: Mutex<StreamErrors>,
+    unhealthy: Mutex<Option<ServerError>>,
+}
+
+impl Shared {
+    /// Queues an error on a stream.
+    pub fn push_error(&self, stream: StreamId, error: ServerError) {
+        self.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(stream, error);
+    }
+
+    /// Takes the errors of a stream (the first one), or the device fault.
+    ///
+    /// # Errors
+    /// The device fault, else the first error queued on the stream.
+    pub fn take_errors(&self, stream: StreamId) -> Result<(), ServerError> {
+        self.health()?;
+        self.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(stream)
+    }
+
+    /// The device fault, if one happened.
+    ///
+    /// # Errors
+    /// `ServerError::ServerUnhealthy` after a device fault.
+    pub fn health(&self) -> Result<(), ServerError> {
+        match &*self
+            .unhealthy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a device fault.
+    pub fn set_unhealthy(&self, error: ServerError) {
+        let mut unhealthy = self
+            .unhealthy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if unhealthy.is_none() {
+            log::error!("CUDA device fault: {error}");
+            *unhealthy = Some(error);
+        }
+    }
+}
+
+/// What to do when a job's event completes.
+pub enum Reply {
+    /// Hand read bytes to the future.
+    Read(Vec<Bytes>, OneshotSender<Result<Vec<Bytes>, ServerError>>),
+    /// Resolve a sync.
+    Sync(OneshotSender<Result<(), ServerError>>),
+    /// Measure the time between a start event and the job's event.
+    Profile {
+        /// The start event (timing enabled).
+        start: CUevent,
+        /// Host time when the start event was recorded.
+        started: Instant,
+        /// Where the duration goes.
+        reply: OneshotSender<Result<ProfileTicks, ProfileError>>,
+    },
+    /// Keep something alive until the event (staging buffers of a copy).
+    Retire(Box<dyn Any + Send>),
+    /// Only collect status checks.
+    Status,
+}
+
+/// Work for the completion thread.
+pub struct Job {
+    /// Completes when the device got there.
+    pub event: CUevent,
+    /// Whether `event` is a timing event (returned to the timing pool).
+    pub timing_event: bool,
+    /// The stream the job belongs to.
+    pub stream: StreamId,
+    /// Status counters to read once complete.
+    pub checks: Vec<StatusCheck>,
+    /// What to resolve.
+    pub reply: Reply,
+}
+
+// SAFETY: CUevent handles may be used from any thread of the context; the rest is Send.
+unsafe impl Send for Job {}
+
+/// Handle to the completion thread; dropping it finishes the queued jobs and joins.
+pub struct Completion {
+    sender: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Completion {
+    /// Starts the thread.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the thread can't be spawned.
+    pub fn start(
+        context: Arc<CudaContext>,
+        shared: Arc<Shared>,
+        events: Arc<EventPool>,
+        timing_events: Arc<EventPool>,
+    ) -> Result<Self, ServerError> {
+        let (sender, receiver) = mpsc::channel();
+        let name = format!("cubert-cuda{}-completion", context.ordinal());
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || run(context, shared, events, timing_events, receiver))
+            .map_err(|error| {
+                ServerError::generic(format!("can't start the completion thread: {error}"))
+            })?;
+        Ok(Self {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a job.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the thread is gone.
+    pub fn submit(&self, job: Job) -> Result<(), ServerError> {
+        self.sender
+            .as_ref()
+            .and_then(|sender| sender.send(job).ok())
+            .ok_or_else(|| ServerError::generic("the CUDA completion thread has stopped"))
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        self.sender = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    context: Arc<CudaContext>,
+    shared: Arc<Shared>,
+    events: Arc<EventPool>,
+    timing_events: Arc<EventPool>,
+    receiver: Receiver<Job>,
+) {
+    if let Err(failure) = context.bind() {
+        shared.set_unhealthy(failure.into_server_error());
+    }
+    while let Ok(job) = receiver.recv() {
+        // SAFETY: the event was recorded on a stream of this context.
+        let waited: Result<(), DriverFailure> =
+            unsafe { sys::cuEventSynchronize(job.event) }.during("cuEventSynchronize");
+        if let Err(failure) = waited {
+            shared.set_unhealthy(failure.into_server_error());
+        }
+        for check in &job.checks {
+            for error in check.errors() {
+                shared.push_error(check.stream, error);
+            }
+        }
+        match job.reply {
+            Reply::Read(buffers, reply) => {
+                let result = shared.take_errors(job.stream).map(|()| buffers);
+                reply.send(result);
+            }
+            Reply::Sync(reply) => reply.send(shared.take_errors(job.stream)),
+            Reply::Profile {
+                start,
+                started,
+                reply,
+            } => {
+                let result = shared
+                    .health()
+                    .map_err(|error| ProfileError::Server(Box::new(error)))
+                    .and_then(|()| {
+                        let mut milliseconds = 0f32;
+                        // SAFETY: both events are timing events recorded on the same stream,
+                        // the end one complete.
+                        unsafe { sys::cuEventElapsedTime_v2(&mut milliseconds, start, job.event) }
+                            .during("cuEventElapsedTime")
+                            .map_err(|failure| ProfileError::Unknown {
+                                reason: crate::driver::describe(failure.error),
+                                backtrace: cubert_runtime::backtrace::BackTrace::capture(),
+                            })?;
+                        let elapsed =
+                            Duration::from_secs_f64(f64::from(milliseconds.max(0.0)) / 1e3);
+                        Ok(ProfileTicks::from_duration(started, elapsed))
+                    });
+                timing_events.give_back(start);
+                reply.send(result);
+            }
+            Reply::Retire(payload) => drop(payload),
+            Reply::Status => {}
+        }
+        if job.timing_event {
+            timing_events.give_back(job.event);
+        } else {
+            events.give_back(job.event);
+        }
+    }
+}

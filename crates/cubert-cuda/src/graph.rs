@@ -1,0 +1,171 @@
+//! CUDA graphs: capture the launches of a stream once, replay them with one call.
+//!
+//! `start_capture` finishes all queued work (so nothing captured depends on work outside the
+//! graph) and starts stream capture in relaxed mode. Only launches may be captured; reads,
+//! writes and syncs on a capturing stream are refused. Checked launches in the graph count
+//! out-of-bounds accesses in the graph's own status slots, checked after every replay.
+
+use crate::completion::{Job, Reply};
+use crate::driver::Context as _;
+use crate::server::CudaServer;
+use cubert_runtime::server::CapturedGraph;
+use cubert_runtime::{Binding, ServerError, StreamId};
+use cudarc::driver::sys::{self, CUgraph, CUgraphExec};
+
+/// A capture in progress.
+pub struct Capture {
+    /// The captured stream.
+    pub stream: StreamId,
+    /// The status slots of the graph's checked launches.
+    pub status_stream: StreamId,
+    /// Memory the captured launches use.
+    pub bindings: Vec<Binding>,
+    /// Launches captured.
+    pub launches: usize,
+}
+
+/// An instantiated graph.
+pub struct GraphExec {
+    graph: CUgraph,
+    exec: CUgraphExec,
+    status_stream: StreamId,
+    kernels: Vec<String>,
+}
+
+// SAFETY: graph handles are used only by the server that owns them.
+unsafe impl Send for GraphExec {}
+
+impl CudaServer {
+    /// Where checked launches on `stream` count their out-of-bounds accesses.
+    pub(crate) fn status_stream(&self, stream: StreamId) -> StreamId {
+        match &self.capture {
+            Some(capture) if capture.stream == stream => capture.status_stream,
+            _ => stream,
+        }
+    }
+
+    pub(crate) fn begin_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        if self.capture.is_some() {
+            return Err(ServerError::generic(
+                "a capture is already in progress; end it first",
+            ));
+        }
+        // SAFETY: the context is current.
+        unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize")?;
+        let raw = self.streams.raw(stream)?;
+        self.next_graph += 1;
+        let status_stream = StreamId::new(u64::MAX - self.next_graph);
+        // SAFETY: a live stream of this context, not capturing.
+        unsafe {
+            sys::cuStreamBeginCapture_v2(
+                raw,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+            )
+        }
+        .during("cuStreamBeginCapture")?;
+        self.streams.set_capturing(stream, true);
+        self.capture = Some(Capture {
+            stream,
+            status_stream,
+            bindings: Vec::new(),
+            launches: 0,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn finish_capture(
+        &mut self,
+        stream: StreamId,
+    ) -> Result<CapturedGraph, ServerError> {
+        self.context.bind()?;
+        let capture = match self.capture.take() {
+            Some(capture) if capture.stream == stream => capture,
+            other => {
+                self.capture = other;
+                return Err(ServerError::generic(
+                    "this stream is not capturing; call start_capture first",
+                ));
+            }
+        };
+        let raw = self.streams.raw(stream)?;
+        let mut graph: CUgraph = std::ptr::null_mut();
+        // SAFETY: ends the capture begun on this stream.
+        let ended =
+            unsafe { sys::cuStreamEndCapture(raw, &mut graph) }.during("cuStreamEndCapture");
+        self.streams.set_capturing(stream, false);
+        ended?;
+        // SAFETY: `graph` was just produced by the capture.
+        let exec = unsafe {
+            cudarc::driver::result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0))
+        }
+        .during("cuGraphInstantiate");
+        let exec = match exec {
+            Ok(exec) => exec,
+            Err(failure) => {
+                // SAFETY: destroys the graph created above.
+                unsafe { sys::cuGraphDestroy(graph) };
+                return Err(failure.into());
+            }
+        };
+        let kernels = self.status.take_names(capture.status_stream);
+        let id = self.next_graph;
+        self.graphs.insert(
+            id,
+            GraphExec {
+                graph,
+                exec,
+                status_stream: capture.status_stream,
+                kernels,
+            },
+        );
+        Ok(CapturedGraph {
+            id,
+            launches: capture.launches,
+            bindings: capture.bindings,
+        })
+    }
+
+    pub(crate) fn replay_graph(&mut self, id: u64, stream: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        let raw = self.streams.raw(stream)?;
+        let (exec, status_stream, kernels) = match self.graphs.get(&id) {
+            Some(graph) => (graph.exec, graph.status_stream, graph.kernels.clone()),
+            None => return Err(ServerError::generic(format!("there is no graph {id}"))),
+        };
+        // SAFETY: a live executable graph of this context and a live stream.
+        unsafe { sys::cuGraphLaunch(exec, raw) }.during("cuGraphLaunch")?;
+        self.streams.bump(stream);
+        if !kernels.is_empty() {
+            let check =
+                self.status
+                    .check_names(status_stream, stream, raw, &kernels, &self.pinned)?;
+            let event = self.streams.record(stream)?;
+            self.completion.submit(Job {
+                event,
+                timing_event: false,
+                stream,
+                checks: check.into_iter().collect(),
+                reply: Reply::Status,
+            })?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn destroy_graph(&mut self, id: u64) {
+        let Some(graph) = self.graphs.remove(&id) else {
+            return;
+        };
+        if self.context.bind().is_err() {
+            return;
+        }
+        // SAFETY: the graph and its executable were created by `finish_capture` and are
+        // destroyed once; the stream-ordered work using them is finished by the sync below.
+        unsafe {
+            sys::cuCtxSynchronize();
+            sys::cuGraphExecDestroy(graph.exec);
+            sys::cuGraphDestroy(graph.graph);
+        }
+        self.status.remove(graph.status_stream);
+    }
+}

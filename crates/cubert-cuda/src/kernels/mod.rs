@@ -1,0 +1,137 @@
+//! The standard kernels of the CUDA backend (see `cubert_runtime::kernel::standard` for
+//! their calling conventions): the template library of `library.rs` plus one `extern "C"`
+//! entry point per kernel and element type. Built kernels are cached; the compiled modules
+//! are cached by the compiler (in memory and on disk).
+
+mod library;
+
+pub use library::LIBRARY;
+
+use crate::kernel::CudaKernel;
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::{CubeDim, LaunchError};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// Units per cube of the elementwise and reduce kernels.
+pub const BLOCK: u32 = 256;
+/// Side of the matmul output tile (units per cube: `TILE × TILE`).
+pub const TILE: u32 = 16;
+
+/// The CUDA C++ type of an element type (booleans are bytes).
+pub fn cuda_type(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F16 => "cubert::f16",
+        ElemType::BF16 => "cubert::bf16",
+        ElemType::F32 => "float",
+        ElemType::F64 => "double",
+        ElemType::I8 => "signed char",
+        ElemType::I16 => "short",
+        ElemType::I32 => "int",
+        ElemType::I64 => "long long",
+        ElemType::U8 | ElemType::Bool => "unsigned char",
+        ElemType::U16 => "unsigned short",
+        ElemType::U32 => "unsigned int",
+        ElemType::U64 => "unsigned long long",
+    }
+}
+
+fn no_booleans(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError> {
+    if elem == ElemType::Bool {
+        Err(LaunchError::unknown(format!(
+            "the CUDA backend has no `{kernel}` kernel: arithmetic on booleans is not defined"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// The body of the entry point and its cube dim.
+fn body(kernel: StandardKernel) -> Result<(String, CubeDim), LaunchError> {
+    let elementwise = CubeDim::new_1d(BLOCK);
+    Ok(match kernel {
+        StandardKernel::Noop => (String::new(), CubeDim::new_single()),
+        StandardKernel::Fill(elem) => (
+            format!("cubert_std::fill<{}>(a);", cuda_type(elem)),
+            elementwise,
+        ),
+        StandardKernel::Copy(ElemType::F32) => ("cubert_std::copy_f32(a);".into(), elementwise),
+        StandardKernel::Copy(elem) => (
+            format!("cubert_std::copy<{}>(a);", cuda_type(elem)),
+            elementwise,
+        ),
+        StandardKernel::Cast { from, to } => {
+            let call = match (from, to) {
+                (ElemType::Bool, _) => format!("cubert_std::cast_from_bool<{}>(a);", cuda_type(to)),
+                (_, ElemType::Bool) => format!("cubert_std::cast_to_bool<{}>(a);", cuda_type(from)),
+                _ => format!(
+                    "cubert_std::cast_kernel<{}, {}>(a);",
+                    cuda_type(from),
+                    cuda_type(to)
+                ),
+            };
+            (call, elementwise)
+        }
+        StandardKernel::Add(elem) | StandardKernel::Mul(elem) => {
+            no_booleans(kernel, elem)?;
+            let op = i32::from(matches!(kernel, StandardKernel::Mul(_)));
+            let call = if elem == ElemType::F32 {
+                format!("cubert_std::binary_f32<{op}>(a);")
+            } else {
+                format!("cubert_std::binary<{}, {op}>(a);", cuda_type(elem))
+            };
+            (call, elementwise)
+        }
+        StandardKernel::ReduceSum(elem) => {
+            no_booleans(kernel, elem)?;
+            (
+                format!("cubert_std::reduce_sum<{}>(a);", cuda_type(elem)),
+                CubeDim::new_1d(BLOCK),
+            )
+        }
+        StandardKernel::Matmul(elem) => {
+            no_booleans(kernel, elem)?;
+            (
+                format!("cubert_std::matmul<{}>(a);", cuda_type(elem)),
+                CubeDim::new_2d(TILE, TILE),
+            )
+        }
+    })
+}
+
+/// The CUDA C++ source (without the prelude) and cube dim of a standard kernel.
+///
+/// # Errors
+/// [`LaunchError`] for kernels the backend doesn't define (arithmetic on booleans).
+pub fn standard_source(kernel: StandardKernel) -> Result<(String, String, CubeDim), LaunchError> {
+    let entry = kernel.name();
+    let (call, cube_dim) = body(kernel)?;
+    let source = format!(
+        "{LIBRARY}\nextern \"C\" __global__ void {entry}(const __grid_constant__ cubert::Args a) {{ {call} }}\n"
+    );
+    Ok((entry, source, cube_dim))
+}
+
+/// The CUDA kernel of a standard kernel, built once and cached.
+///
+/// # Errors
+/// As [`standard_source`].
+pub fn standard_kernel(kernel: StandardKernel) -> Result<CudaKernel, LaunchError> {
+    static CACHE: OnceLock<Mutex<HashMap<StandardKernel, CudaKernel>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(built) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&kernel)
+    {
+        return Ok(built.clone());
+    }
+    let (entry, source, cube_dim) = standard_source(kernel)?;
+    let built = CudaKernel::from_cuda(kernel.name(), entry, source, cube_dim);
+    cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(kernel, built.clone());
+    Ok(built)
+}

@@ -1,0 +1,157 @@
+//! Launching kernels: the argument block, the cube count, tensor maps, `cuLaunchKernel`.
+//!
+//! The argument block ([`KernelArgs`]) is filled on the runner thread from the bindings
+//! (device address and length of each buffer), the info words and, for checked launches, a
+//! status slot; the driver copies it at launch, so one block is reused for every launch.
+//! A dynamic cube count is read back from its buffer (this waits for the stream).
+
+use crate::driver::Context as _;
+use crate::kernel::{CudaKernel, KernelArgs, MAX_BUFFERS, MAX_INFO};
+use crate::server::CudaServer;
+use crate::tma::encode_tensor_map;
+use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::{
+    CubeCount, ExecutionMode, KernelArguments, KernelMetadata, LaunchError, ResourceLimitError,
+    ServerError, StreamId,
+};
+use cudarc::driver::sys::{self, CUtensorMap};
+use std::ffi::c_void;
+
+impl CudaServer {
+    fn dynamic_count(
+        &mut self,
+        binding: &cubert_runtime::Binding,
+        stream: StreamId,
+    ) -> Result<(u32, u32, u32), ServerError> {
+        let resource = self.resolve(binding)?;
+        if resource.size < 12 {
+            return Err(LaunchError::unknown(format!(
+                "a dynamic cube count needs 12 bytes (three u32), the buffer has {}",
+                resource.size
+            ))
+            .into());
+        }
+        self.use_on(binding.id(), stream)?;
+        self.streams.synchronize(stream)?;
+        let mut words = [0u32; 3];
+        // SAFETY: the resource holds at least 12 bytes; the stream is idle, so the copy
+        // reads the final values.
+        unsafe { sys::cuMemcpyDtoH_v2(words.as_mut_ptr().cast(), resource.ptr, 12) }
+            .during("cuMemcpyDtoH")?;
+        let max = self.utilities.properties.hardware.max_cube_count;
+        let (x, y, z) = (words[0], words[1], words[2]);
+        if x > max.0 || y > max.1 || z > max.2 {
+            return Err(LaunchError::from(ResourceLimitError::CubeCount {
+                requested: (x, y, z),
+                max,
+                backtrace: BackTrace::capture(),
+            })
+            .into());
+        }
+        Ok((x, y, z))
+    }
+
+    /// Launches `kernel` on `stream`.
+    pub(crate) fn launch_kernel(
+        &mut self,
+        kernel: &CudaKernel,
+        count: &CubeCount,
+        arguments: &KernelArguments,
+        mode: ExecutionMode,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        self.drain_releases();
+        if arguments.buffers.len() > MAX_BUFFERS || arguments.info.data.len() > MAX_INFO {
+            return Err(LaunchError::unknown(format!(
+                "kernel `{}` passes {} buffers and {} info words; the CUDA backend allows {MAX_BUFFERS} and {MAX_INFO}",
+                kernel.name(),
+                arguments.buffers.len(),
+                arguments.info.data.len()
+            ))
+            .into());
+        }
+        let function = self.compiler.function(kernel, mode)?;
+        let grid = match count {
+            CubeCount::Static(x, y, z) => (*x, *y, *z),
+            CubeCount::Dynamic(binding) => self.dynamic_count(binding, stream)?,
+        };
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Ok(());
+        }
+        let mut args = KernelArgs::default();
+        for (index, binding) in arguments.buffers.iter().enumerate() {
+            let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+            self.use_on(binding.id(), stream)?;
+            args.buffers[index] = resource.ptr;
+            args.lengths[index] = resource.size;
+            if let Some(capture) = &mut self.capture {
+                capture.bindings.push(binding.clone());
+            }
+        }
+        args.num_buffers = arguments.buffers.len() as u32;
+        args.info[..arguments.info.data.len()].copy_from_slice(&arguments.info.data);
+        args.num_info = arguments.info.data.len() as u32;
+        let raw = self.streams.raw(stream)?;
+        if mode != ExecutionMode::Unchecked {
+            let status_stream = self.status_stream(stream);
+            if self.capture.is_none() && self.status.is_full(status_stream) {
+                self.submit_job(stream, crate::completion::Reply::Status)?;
+            }
+            args.status = self.status.slot(status_stream, raw, kernel.name())?;
+        }
+        let mut maps: Vec<CUtensorMap> = Vec::with_capacity(arguments.tensor_maps.len());
+        for tensor_map in &arguments.tensor_maps {
+            let resource = self
+                .resolve(&tensor_map.binding)
+                .map_err(LaunchError::IoError)?;
+            self.use_on(tensor_map.binding.id(), stream)?;
+            maps.push(encode_tensor_map(resource.ptr, &tensor_map.map)?);
+            if let Some(capture) = &mut self.capture {
+                capture.bindings.push(tensor_map.binding.clone());
+            }
+        }
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(1 + maps.len());
+        params.push((&mut args as *mut KernelArgs).cast());
+        for map in &mut maps {
+            params.push((map as *mut CUtensorMap).cast());
+        }
+        let dim = kernel.cube_dim();
+        // SAFETY: `function` is loaded in this context; `params` points at one argument
+        // block (and the tensor maps) matching the kernel ABI, alive for the call (the
+        // driver copies them); every buffer address was resolved from a live binding.
+        unsafe {
+            sys::cuLaunchKernel(
+                function,
+                grid.0,
+                grid.1,
+                grid.2,
+                dim.x,
+                dim.y,
+                dim.z,
+                kernel.shared_memory_bytes() as u32,
+                raw,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .during("cuLaunchKernel")
+        .map_err(|failure| {
+            if failure.is_sticky() {
+                failure.into_server_error()
+            } else {
+                LaunchError::unknown(format!(
+                    "launching `{}` failed: {}",
+                    kernel.name(),
+                    crate::driver::describe(failure.error)
+                ))
+                .into()
+            }
+        })?;
+        self.streams.bump(stream);
+        if let Some(capture) = &mut self.capture {
+            capture.launches += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! The CUDA backend of cubert: NVIDIA GPUs through the driver API and NVRTC.
+//!
+//! The driver and NVRTC are loaded at run time (cudarc's dynamic loading), so this crate
+//! builds and its users' tests run on machines without CUDA; [`driver_status`] says whether
+//! a device can be used and, if not, why.
+//!
+//! Each server owns a CUDA context on its device; device memory is pooled by the runtime's
+//! memory manager over `cuMemAlloc`; stream ids map to non-blocking streams; uploads and
+//! downloads go through pooled pinned memory; kernels are CUDA C++ compiled by NVRTC (or
+//! PTX/cubin), cached in memory and on disk; reads, syncs and profiles resolve through
+//! events on a completion thread, never blocking the runner.
+//!
+//! **After a device fault** (an illegal address, a trap in a kernel) the context is
+//! unusable: every call of that client returns `ServerError::ServerUnhealthy`. Drop the
+//! client and create a new one (`ComputeClient::from_server(CudaServer::new(..))`); other
+//! clients, in their own contexts, keep working.
+
+#![warn(missing_docs)]
+
+mod compiler;
+mod completion;
+mod context;
+mod device;
+mod driver;
+mod graph;
+mod kernel;
+pub mod kernels;
+mod launch;
+mod prelude;
+mod properties;
+mod server;
+mod staging;
+mod status;
+mod storage;
+mod streams;
+mod tma;
+mod transfer;
+
+pub use compiler::{CompileStats, compile_cuda, nvrtc_options, nvrtc_version};
+pub use device::{CUDA_DEVICE_TYPE, CudaDevice, CudaInfo, CudaRuntime, device_count};
+pub use driver::{DriverStatus, driver_status};
+pub use kernel::{CudaKernel, KernelArgs, KernelSource, MAX_BUFFERS, MAX_INFO};
+pub use prelude::{PRELUDE, PRELUDE_VERSION};
+pub use server::CudaServer;
+pub use storage::CudaResource;

@@ -1,0 +1,213 @@
+//! The CUDA C++ prelude prepended to every kernel compiled from source.
+//!
+//! It defines the kernel ABI (`cubert::Args`, see `kernel.rs`), the bounds-checked accessors,
+//! and storage types for f16/bf16 with round-to-nearest-even conversions written out in
+//! plain integer code, so kernels need no CUDA headers (NVRTC runs without include paths).
+//!
+//! `CUBERT_CHECKED` (0 or 1) selects checked or raw accesses; `CUBERT_VALIDATE` (0 or 1)
+//! also prints every out-of-bounds access from the device. The runtime defines both when it
+//! compiles a kernel for a launch's execution mode.
+
+/// Version of the prelude; part of every compile-cache key.
+pub const PRELUDE_VERSION: u32 = 1;
+
+/// The prelude source.
+pub const PRELUDE: &str = r#"
+// ---- cubert prelude ------------------------------------------------------------------
+#ifndef CUBERT_CHECKED
+#define CUBERT_CHECKED 1
+#endif
+#ifndef CUBERT_VALIDATE
+#define CUBERT_VALIDATE 0
+#endif
+#define CUBERT_MAX_BUFFERS 32
+#define CUBERT_MAX_INFO 64
+
+extern "C" __device__ int vprintf(const char*, const char*);
+
+struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };
+
+namespace cubert {
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+struct Args {
+    void* buffers[CUBERT_MAX_BUFFERS];
+    u64 lengths[CUBERT_MAX_BUFFERS];
+    u64 info_words[CUBERT_MAX_INFO];
+    u32* status;
+    u32 num_buffers;
+    u32 num_info;
+};
+
+// Global index helpers.
+__device__ __forceinline__ u64 global_index_x() {
+    return (u64)blockIdx.x * (u64)blockDim.x + (u64)threadIdx.x;
+}
+__device__ __forceinline__ u64 grid_stride_x() {
+    return (u64)gridDim.x * (u64)blockDim.x;
+}
+
+// Info words.
+__device__ __forceinline__ u64 info(const Args& a, int i) { return a.info_words[i]; }
+template <typename T> __device__ __forceinline__ T scalar(const Args& a, int i) {
+    T value;
+    const unsigned char* from = reinterpret_cast<const unsigned char*>(&a.info_words[i]);
+    unsigned char* to = reinterpret_cast<unsigned char*>(&value);
+    for (unsigned int k = 0; k < sizeof(T); ++k) to[k] = from[k];
+    return value;
+}
+
+// Buffers.
+template <typename T> __device__ __forceinline__ u64 len(const Args& a, int b) {
+    return a.lengths[b] / sizeof(T);
+}
+template <typename T> __device__ __forceinline__ T* ptr(const Args& a, int b) {
+    return static_cast<T*>(a.buffers[b]);
+}
+// Whether elements [0, end) of buffer b are in bounds (for unchecked fast paths).
+template <typename T> __device__ __forceinline__ bool covers(const Args& a, int b, u64 end) {
+    return end <= len<T>(a, b);
+}
+
+__device__ __noinline__ void out_of_bounds(const Args& a, int b, u64 i, u64 length, int is_store) {
+    atomicAdd(a.status, 1u);
+#if CUBERT_VALIDATE
+    struct { const char* what; int buffer; unsigned long long index; unsigned long long length; } p
+        = { is_store ? "store" : "load", b, i, length };
+    vprintf("cubert: out-of-bounds %s of buffer %d, element %llu of %llu\n", (const char*)&p);
+#endif
+}
+
+template <typename T> __device__ __forceinline__ T load(const Args& a, int b, u64 i) {
+#if CUBERT_CHECKED
+    u64 n = len<T>(a, b);
+    if (i >= n) { out_of_bounds(a, b, i, n, 0); return T(); }
+#endif
+    return ptr<T>(a, b)[i];
+}
+template <typename T> __device__ __forceinline__ void store(const Args& a, int b, u64 i, T v) {
+#if CUBERT_CHECKED
+    u64 n = len<T>(a, b);
+    if (i >= n) { out_of_bounds(a, b, i, n, 1); return; }
+#endif
+    ptr<T>(a, b)[i] = v;
+}
+
+// Half-precision storage types. The conversions are ports of the `half` crate's software
+// conversions, so device casts give the same bits as the CPU backend.
+struct f16 { unsigned short bits; };
+struct bf16 { unsigned short bits; };
+
+__device__ __forceinline__ f16 make_f16(u32 bits) { f16 h; h.bits = (unsigned short)bits; return h; }
+__device__ __forceinline__ bf16 make_bf16(u32 bits) { bf16 h; h.bits = (unsigned short)bits; return h; }
+
+__device__ __forceinline__ float f16_to_f32(f16 h) {
+    u32 i = h.bits;
+    if ((i & 0x7fffu) == 0) return __uint_as_float(i << 16);
+    u32 sign = i & 0x8000u, exponent = i & 0x7c00u, mantissa = i & 0x03ffu;
+    if (exponent == 0x7c00u) {
+        if (mantissa == 0) return __uint_as_float((sign << 16) | 0x7f800000u);
+        return __uint_as_float((sign << 16) | 0x7fc00000u | (mantissa << 13));
+    }
+    if (exponent == 0) {
+        u32 e = __clz(mantissa) - 16u;  // leading zeros within the 16-bit word
+        u32 exp32 = (127u - 15u - e) << 23;
+        u32 man32 = (mantissa << (14u + e)) & 0x7fffffu;
+        return __uint_as_float((sign << 16) | exp32 | man32);
+    }
+    return __uint_as_float((sign << 16) | (((exponent >> 10) + 112u) << 23) | (mantissa << 13));
+}
+
+__device__ __forceinline__ f16 f32_to_f16(float value) {
+    u32 x = __float_as_uint(value);
+    u32 sign = x & 0x80000000u, exponent = x & 0x7f800000u, mantissa = x & 0x007fffffu;
+    if (exponent == 0x7f800000u) {
+        u32 nan_bit = mantissa == 0 ? 0u : 0x0200u;
+        return make_f16((sign >> 16) | 0x7c00u | nan_bit | (mantissa >> 13));
+    }
+    u32 half_sign = sign >> 16;
+    int half_exp = (int)(exponent >> 23) - 127 + 15;
+    if (half_exp >= 0x1f) return make_f16(half_sign | 0x7c00u);
+    if (half_exp <= 0) {
+        if (14 - half_exp > 24) return make_f16(half_sign);
+        u32 man = mantissa | 0x00800000u;
+        u32 half_man = man >> (14 - half_exp);
+        u32 round_bit = 1u << (13 - half_exp);
+        if ((man & round_bit) != 0 && (man & (3u * round_bit - 1u)) != 0) half_man += 1;
+        return make_f16(half_sign | half_man);
+    }
+    u32 bits = half_sign | ((u32)half_exp << 10) | (mantissa >> 13);
+    u32 round_bit = 0x00001000u;
+    if ((mantissa & round_bit) != 0 && (mantissa & (3u * round_bit - 1u)) != 0) bits += 1;
+    return make_f16(bits);
+}
+
+__device__ __forceinline__ f16 f64_to_f16(double value) {
+    unsigned long long val = (unsigned long long)__double_as_longlong(value);
+    u32 x = (u32)(val >> 32);
+    u32 sign = x & 0x80000000u, exponent = x & 0x7ff00000u, mantissa = x & 0x000fffffu;
+    if (exponent == 0x7ff00000u) {
+        u32 nan_bit = (mantissa == 0 && (u32)val == 0) ? 0u : 0x0200u;
+        return make_f16((sign >> 16) | 0x7c00u | nan_bit | (mantissa >> 10));
+    }
+    u32 half_sign = sign >> 16;
+    long long half_exp = (long long)(exponent >> 20) - 1023 + 15;
+    if (half_exp >= 0x1f) return make_f16(half_sign | 0x7c00u);
+    if (half_exp <= 0) {
+        if (10 - half_exp > 21) return make_f16(half_sign);
+        u32 man = mantissa | 0x00100000u;
+        u32 half_man = man >> (11 - half_exp);
+        u32 round_bit = 1u << (10 - half_exp);
+        if ((man & round_bit) != 0 && (man & (3u * round_bit - 1u)) != 0) half_man += 1;
+        return make_f16(half_sign | half_man);
+    }
+    u32 bits = half_sign | ((u32)half_exp << 10) | (mantissa >> 10);
+    u32 round_bit = 0x00000200u;
+    if ((mantissa & round_bit) != 0 && (mantissa & (3u * round_bit - 1u)) != 0) bits += 1;
+    return make_f16(bits);
+}
+
+__device__ __forceinline__ float bf16_to_f32(bf16 b) {
+    u32 i = b.bits;
+    if ((i & 0x7fffu) > 0x7f80u) return __uint_as_float((i | 0x0040u) << 16);
+    return __uint_as_float(i << 16);
+}
+
+__device__ __forceinline__ bf16 f32_to_bf16(float value) {
+    u32 x = __float_as_uint(value);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return make_bf16((x >> 16) | 0x0040u);
+    u32 round_bit = 0x00008000u;
+    if ((x & round_bit) != 0 && (x & (3u * round_bit - 1u)) != 0) return make_bf16((x >> 16) + 1u);
+    return make_bf16(x >> 16);
+}
+
+__device__ __forceinline__ bf16 f64_to_bf16(double value) {
+    unsigned long long val = (unsigned long long)__double_as_longlong(value);
+    u32 x = (u32)(val >> 32);
+    u32 sign = x & 0x80000000u, exponent = x & 0x7ff00000u, mantissa = x & 0x000fffffu;
+    if (exponent == 0x7ff00000u) {
+        u32 nan_bit = (mantissa == 0 && (u32)val == 0) ? 0u : 0x0040u;
+        return make_bf16((sign >> 16) | 0x7f80u | nan_bit | (mantissa >> 13));
+    }
+    u32 half_sign = sign >> 16;
+    long long half_exp = (long long)(exponent >> 20) - 1023 + 127;
+    if (half_exp >= 0xff) return make_bf16(half_sign | 0x7f80u);
+    if (half_exp <= 0) {
+        if (7 - half_exp > 21) return make_bf16(half_sign);
+        u32 man = mantissa | 0x00100000u;
+        u32 half_man = man >> (14 - half_exp);
+        u32 round_bit = 1u << (13 - half_exp);
+        if ((man & round_bit) != 0 && (man & (3u * round_bit - 1u)) != 0) half_man += 1;
+        return make_bf16(half_sign | half_man);
+    }
+    u32 bits = half_sign | ((u32)half_exp << 7) | (mantissa >> 13);
+    u32 round_bit = 0x00001000u;
+    if ((mantissa & round_bit) != 0 && (mantissa & (3u * round_bit - 1u)) != 0) bits += 1;
+    return make_bf16(bits);
+}
+
+} // namespace cubert
+// ---- end of cubert prelude -----------------------------------------------------------
+"#;

@@ -1,0 +1,595 @@
+//! The CUDA compute server: one per client device, owning its own CUDA context.
+//!
+//! It runs on the device's runner thread (or under the inline lock) and never waits for the
+//! device there, except where the API needs a host-visible value right away (a dynamic cube
+//! count, an out-of-memory retry). Reads, syncs and profiles record an event and let the
+//! completion thread resolve their futures. Errors of queued work wait per stream in the
+//! shared state; a device fault marks the server unhealthy for good.
+//!
+//! The pieces live in their own modules: `transfer` (uploads and downloads), `launch`
+//! (kernel launches), `graph` (capture and replay), `streams`, `status`, `completion`.
+
+use crate::compiler::{Compiler, default_cache_dir};
+use crate::completion::{Completion, Job, Reply, Shared};
+use crate::context::CudaContext;
+use crate::device::{CudaDevice, CudaInfo};
+use crate::driver::{Context as _, driver_status};
+use crate::graph::{Capture, GraphExec};
+use crate::kernel::CudaKernel;
+use crate::properties::read_properties;
+use crate::staging::{DEFAULT_MAX_CACHED, PinnedPool, PinnedStaging};
+use crate::status::StatusRings;
+use crate::storage::{CudaResource, CudaStorage};
+use crate::streams::{EventPool, Streams};
+use crate::transfer::StagingRing;
+use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::config::{CubertConfig, global_config};
+use cubert_runtime::copy::CopyDescriptor;
+use cubert_runtime::future::{DynFut, oneshot, ready};
+use cubert_runtime::handle::{HandleFactory, MemoryId, ReleaseQueue};
+use cubert_runtime::layout::PitchedLayoutPolicy;
+use cubert_runtime::logging::ServerLogger;
+use cubert_runtime::memory::{
+    IdMap, MemoryAllocationMode, MemoryLimits, MemoryManager, MemoryReport, MemoryUsage,
+};
+use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
+use cubert_runtime::properties::TimingMethod;
+use cubert_runtime::server::{
+    CapturedGraph, ComputeServer, DeviceService, ServerCommunication, ServerUtilities,
+};
+use cubert_runtime::storage::ManagedResource;
+use cubert_runtime::{
+    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
+    ProfileError, ServerError, StreamId,
+};
+use cudarc::driver::sys::{self, CUevent};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The server of one CUDA device. See the module docs.
+pub struct CudaServer {
+    // Drop order matters: the completion thread first (it finishes queued jobs), then the
+    // objects living in the context; each holds an `Arc` of the context, which goes last.
+    pub(crate) completion: Completion,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) device: CudaDevice,
+    pub(crate) context: Arc<CudaContext>,
+    pub(crate) memory: MemoryManager<CudaStorage>,
+    pub(crate) releases: Arc<ReleaseQueue>,
+    pub(crate) released: Vec<MemoryId>,
+    pub(crate) failed: IdMap<String>,
+    pub(crate) last_use: IdMap<StreamId>,
+    pub(crate) streams: Streams,
+    pub(crate) status: StatusRings,
+    pub(crate) compiler: Compiler,
+    pub(crate) pinned: Arc<PinnedPool>,
+    pub(crate) ring: StagingRing,
+    pub(crate) timing_events: Arc<EventPool>,
+    pub(crate) profiles: HashMap<u64, (CUevent, Instant)>,
+    pub(crate) next_token: u64,
+    pub(crate) capture: Option<Capture>,
+    pub(crate) graphs: HashMap<u64, GraphExec>,
+    pub(crate) next_graph: u64,
+    pub(crate) copy_pool: rayon::ThreadPool,
+    pub(crate) utilities: Arc<ServerUtilities<CudaServer>>,
+}
+
+// SAFETY: the raw CUDA handles a server holds (streams, events, modules, functions) belong
+// to its own context and are valid from any thread that binds that context; the device
+// handle gives the server to one thread at a time, and every entry point binds the context
+// first (`enter`).
+unsafe impl Send for CudaServer {}
+
+impl std::fmt::Debug for CudaServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaServer")
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl CudaServer {
+    /// A server for `device` with the settings of `config`.
+    ///
+    /// # Errors
+    /// Why CUDA can't be used (no driver, no device...), or the driver's error.
+    pub fn new(device: CudaDevice, config: &CubertConfig) -> Result<Self, ServerError> {
+        Self::with_ordinal(device, device.index, config)
+    }
+
+    /// A server that presents itself as `device` but runs on GPU `ordinal`. Two servers on
+    /// one GPU with different device ids behave as two devices (each has its own context),
+    /// which lets multi-device code be tested on one GPU.
+    ///
+    /// # Errors
+    /// As [`CudaServer::new`].
+    pub fn with_ordinal(
+        device: CudaDevice,
+        ordinal: u32,
+        config: &CubertConfig,
+    ) -> Result<Self, ServerError> {
+        let context = CudaContext::new(ordinal)?;
+        context.bind()?;
+        let info = read_properties(context.device())?;
+        let mut properties = info.properties;
+        let arch = properties.hardware.compute_capability.unwrap_or((9, 0));
+        if config.cuda.memory_limit > 0 {
+            properties.memory.total_memory =
+                properties.memory.total_memory.min(config.cuda.memory_limit);
+            properties.memory.max_allocation_size = properties.memory.total_memory;
+        }
+        if config.cuda.pitch_alignment > 0 {
+            properties.memory.pitch_alignment = config.cuda.pitch_alignment;
+        }
+        let total = properties.memory.total_memory;
+        let releases = ReleaseQueue::new();
+        let handles = HandleFactory::new(device.to_id(), releases.clone());
+        let layout = PitchedLayoutPolicy::new(
+            handles,
+            properties.memory.alignment,
+            properties.memory.pitch_alignment,
+            total,
+        );
+        let logger = Arc::new(ServerLogger::new(config.profiling.clone(), device.index));
+        let pinned = PinnedPool::new(
+            context.clone(),
+            usize::try_from(config.cuda.pinned_cache).unwrap_or(DEFAULT_MAX_CACHED),
+        );
+        let nvrtc = crate::compiler::nvrtc_version().ok();
+        let cuda_info = CudaInfo {
+            ordinal,
+            driver: driver_status().describe(),
+            nvrtc,
+            l2_cache_bytes: info.l2_cache_bytes,
+        };
+        let utilities = ServerUtilities::new(
+            device.to_id(),
+            properties,
+            logger,
+            cuda_info,
+            layout,
+            config.compilation.bounds_check,
+        )
+        .with_staging(Arc::new(PinnedStaging(pinned.clone())));
+        let disk = if config.compilation.disk_cache {
+            config
+                .compilation
+                .cache_dir
+                .clone()
+                .or_else(default_cache_dir)
+        } else {
+            None
+        };
+        let events = EventPool::new(false);
+        let timing_events = EventPool::new(true);
+        let shared = Arc::new(Shared::default());
+        let completion = Completion::start(
+            context.clone(),
+            shared.clone(),
+            events.clone(),
+            timing_events.clone(),
+        )?;
+        let copy_threads = std::thread::available_parallelism()
+            .map(|n| n.get().min(8))
+            .unwrap_or(4);
+        let copy_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(copy_threads)
+            .thread_name(move |i| format!("cubert-cuda{}-copy{i}", device.index))
+            .build()
+            .map_err(|error| ServerError::generic(format!("can't start copy threads: {error}")))?;
+        let memory = MemoryManager::new(
+            CudaStorage::new(context.clone()),
+            config.memory.options(),
+            MemoryLimits {
+                max_allocation: total,
+                capacity: (config.cuda.memory_limit > 0).then_some(config.cuda.memory_limit),
+            },
+        );
+        Ok(Self {
+            completion,
+            shared,
+            device,
+            memory,
+            releases,
+            released: Vec::new(),
+            failed: IdMap::default(),
+            last_use: IdMap::default(),
+            streams: Streams::new(context.clone(), events),
+            status: StatusRings::new(context.clone()),
+            compiler: Compiler::new(context.clone(), arch, disk),
+            pinned,
+            ring: StagingRing::default(),
+            timing_events,
+            profiles: HashMap::new(),
+            next_token: 0,
+            capture: None,
+            graphs: HashMap::new(),
+            next_graph: 0,
+            copy_pool,
+            utilities: Arc::new(utilities),
+            context,
+        })
+    }
+
+    /// Compile-cache counters (NVRTC compiles, disk hits, memory hits).
+    pub fn compile_stats(&self) -> crate::compiler::CompileStats {
+        self.compiler.stats()
+    }
+
+    /// Binds the context and fails if the device faulted.
+    pub(crate) fn enter(&self) -> Result<(), ServerError> {
+        self.shared.health()?;
+        self.context.bind()?;
+        Ok(())
+    }
+
+    /// Frees the memory of every handle dropped since the last call, at the point its last
+    /// stream has reached.
+    pub(crate) fn drain_releases(&mut self) {
+        self.releases.drain_into(&mut self.released);
+        let released = std::mem::take(&mut self.released);
+        for id in &released {
+            let stream = self
+                .last_use
+                .remove(id)
+                .or_else(|| self.memory.slice(*id).map(|slice| slice.stream));
+            let points = match stream {
+                Some(stream) => vec![self.streams.point(stream)],
+                None => Vec::new(),
+            };
+            if !self.memory.release(*id, points) {
+                self.failed.remove(id);
+            }
+        }
+        self.released = released;
+        self.released.clear();
+    }
+
+    /// The device range of a binding.
+    pub(crate) fn resolve(&mut self, binding: &Binding) -> Result<CudaResource, IoError> {
+        if binding.device() != self.device.to_id() {
+            return Err(IoError::not_found(format!(
+                "the binding belongs to {:?}, not to {:?}",
+                binding.device(),
+                self.device.to_id()
+            )));
+        }
+        let handle = self
+            .memory
+            .resolve(binding.id(), binding.offset(), binding.size())
+            .map_err(|error| match self.failed.get(&binding.id()) {
+                Some(reason) => IoError::not_found(format!(
+                    "the memory of {} was never allocated: {reason}",
+                    binding.id()
+                )),
+                None => error,
+            })?;
+        use cubert_runtime::storage::ComputeStorage;
+        self.memory
+            .storage()
+            .get(&handle)
+            .ok_or_else(|| IoError::not_found(format!("storage of {} is gone", binding.id())))
+    }
+
+    /// Orders a use of `id` on `stream` after its last use on another stream.
+    pub(crate) fn use_on(&mut self, id: MemoryId, stream: StreamId) -> Result<(), ServerError> {
+        match self.last_use.insert(id, stream) {
+            Some(last) if last != stream => self.streams.order(stream, last).map_err(Into::into),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends a job resolved when `stream` reaches this point, with its status checks.
+    pub(crate) fn submit_job(&mut self, stream: StreamId, reply: Reply) -> Result<(), ServerError> {
+        self.refuse_if_capturing(stream)?;
+        let raw = self.streams.raw(stream)?;
+        let mut checks = Vec::new();
+        if let Some(check) = self.status.take_check(stream, raw, &self.pinned)? {
+            checks.push(check);
+        }
+        let event = self.streams.record(stream)?;
+        self.completion.submit(Job {
+            event,
+            timing_event: false,
+            stream,
+            checks,
+            reply,
+        })
+    }
+
+    /// Only launches may be captured into a graph.
+    pub(crate) fn refuse_if_capturing(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        if self.streams.is_capturing(stream) {
+            return Err(ServerError::generic(
+                "the stream is being captured into a graph: only launches may be captured;                  end the capture before reading, writing or syncing",
+            ));
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, memory: &Handle, size: u64, stream: StreamId) -> Result<(), IoError> {
+        let id = memory.id();
+        match self.memory.reserve(id, size, stream, &mut self.streams) {
+            Err(IoError::OutOfMemory { .. }) => {
+                // Blocks freed on other streams may still be pending: finish all work and
+                // give back what is free, then try once more.
+                // SAFETY: the context is current (checked by `enter`).
+                let _ = unsafe { sys::cuCtxSynchronize() };
+                self.memory.cleanup(&mut self.streams);
+                self.memory.reserve(id, size, stream, &mut self.streams)
+            }
+            other => other,
+        }
+    }
+}
+
+impl Drop for CudaServer {
+    fn drop(&mut self) {
+        if self.context.bind().is_ok() {
+            // Every piece of memory, stream and module is freed after this; let the device
+            // finish with them first.
+            // SAFETY: the context is current.
+            let _ = unsafe { sys::cuCtxSynchronize() };
+        }
+    }
+}
+
+impl DeviceService for CudaServer {
+    fn init(device_id: DeviceId) -> Result<Self, ServerError> {
+        if device_id.type_id != crate::device::CUDA_DEVICE_TYPE {
+            return Err(ServerError::generic(format!(
+                "{device_id:?} is not a CUDA device"
+            )));
+        }
+        let device = CudaDevice::from_id(device_id);
+        std::panic::catch_unwind(|| CudaServer::new(device, global_config())).unwrap_or_else(|_| {
+            Err(ServerError::generic(
+                "the CUDA driver is missing a required function (driver too old?)",
+            ))
+        })
+    }
+}
+
+impl ServerCommunication for CudaServer {
+    const SERVER_COMM_ENABLED: bool = false;
+}
+
+impl ComputeServer for CudaServer {
+    type Kernel = CudaKernel;
+    type Info = CudaInfo;
+    type MemoryLayoutPolicy = PitchedLayoutPolicy;
+    type Storage = CudaStorage;
+
+    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
+        if let Err(error) = self.enter() {
+            self.failed.insert(memory.id(), error.to_string());
+            self.shared.push_error(stream, error);
+            return;
+        }
+        self.drain_releases();
+        match self.reserve(&memory, size, stream) {
+            Ok(()) => {
+                self.last_use.insert(memory.id(), stream);
+            }
+            Err(error) => {
+                self.failed.insert(memory.id(), error.to_string());
+                self.shared.push_error(stream, error.into());
+            }
+        }
+    }
+
+    fn staging(&mut self, sizes: &[usize], _stream: StreamId) -> Result<Vec<Bytes>, ServerError> {
+        sizes
+            .iter()
+            .map(|&size| self.pinned.take(size).map_err(ServerError::from))
+            .collect()
+    }
+
+    fn logger(&self) -> Arc<ServerLogger> {
+        self.utilities.logger.clone()
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities<Self>> {
+        self.utilities.clone()
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        let started = self.enter().and_then(|()| {
+            self.drain_releases();
+            self.download(&descriptors, stream)
+        });
+        let buffers = match started {
+            Ok(buffers) => buffers,
+            Err(error) => return ready(Err(error)),
+        };
+        let (sender, receiver) = oneshot();
+        if let Err(error) = self.submit_job(stream, Reply::Read(buffers, sender)) {
+            return ready(Err(error));
+        }
+        Box::pin(async move {
+            receiver
+                .await
+                .unwrap_or_else(|| Err(ServerError::generic("the CUDA completion thread stopped")))
+        })
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId) {
+        if let Err(error) = self.enter() {
+            self.shared.push_error(stream, error);
+            return;
+        }
+        for (descriptor, data) in descriptors {
+            if let Err(error) = self.upload(&descriptor, data, stream) {
+                self.shared.push_error(stream, error);
+            }
+        }
+    }
+
+    fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
+        if let Err(error) = self.enter() {
+            return ready(Err(error));
+        }
+        self.drain_releases();
+        self.memory.release_idle(&mut self.streams);
+        let (sender, receiver) = oneshot();
+        if let Err(error) = self.submit_job(stream, Reply::Sync(sender)) {
+            return ready(Err(error));
+        }
+        Box::pin(async move {
+            receiver
+                .await
+                .unwrap_or_else(|| Err(ServerError::generic("the CUDA completion thread stopped")))
+        })
+    }
+
+    fn get_resource(
+        &mut self,
+        binding: Binding,
+        stream: StreamId,
+    ) -> Result<ManagedResource<CudaResource>, ServerError> {
+        self.enter()?;
+        self.use_on(binding.id(), stream)?;
+        let resource = self.resolve(&binding)?;
+        Ok(ManagedResource::new(binding, resource))
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: CudaKernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+        mode: ExecutionMode,
+        stream: StreamId,
+    ) {
+        if let Err(error) = self.launch_kernel(&kernel, &count, &arguments, mode, stream) {
+            self.shared.push_error(stream, error);
+        }
+    }
+
+    fn flush(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        self.drain_releases();
+        self.shared.take_errors(stream)
+    }
+
+    fn memory_usage(&mut self, _stream: StreamId) -> Result<MemoryUsage, ServerError> {
+        self.enter()?;
+        self.drain_releases();
+        Ok(self.memory.usage())
+    }
+
+    fn memory_report(&mut self, _stream: StreamId) -> Result<MemoryReport, ServerError> {
+        self.enter()?;
+        self.drain_releases();
+        Ok(self.memory.report())
+    }
+
+    fn memory_cleanup(&mut self, _stream: StreamId) {
+        if self.enter().is_err() {
+            return;
+        }
+        self.drain_releases();
+        self.memory.cleanup(&mut self.streams);
+        self.pinned.trim();
+    }
+
+    fn start_profile(&mut self, stream: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.enter()?;
+        let raw = self.streams.raw(stream)?;
+        let event = self.timing_events.take()?;
+        // SAFETY: live timing event and stream of this context.
+        unsafe { sys::cuEventRecord(event, raw) }.during("cuEventRecord")?;
+        self.next_token += 1;
+        self.profiles
+            .insert(self.next_token, (event, Instant::now()));
+        Ok(ProfilingToken {
+            id: self.next_token,
+        })
+    }
+
+    fn end_profile(
+        &mut self,
+        stream: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        let (start, started) =
+            self.profiles
+                .remove(&token.id)
+                .ok_or_else(|| ProfileError::NotRegistered {
+                    backtrace: BackTrace::capture(),
+                })?;
+        let to_profile_error = |error: ServerError| ProfileError::Server(Box::new(error));
+        self.enter().map_err(to_profile_error)?;
+        let raw = self
+            .streams
+            .raw(stream)
+            .map_err(|f| to_profile_error(f.into()))?;
+        let end = self
+            .timing_events
+            .take()
+            .map_err(|f| to_profile_error(f.into()))?;
+        // SAFETY: live timing event and stream of this context.
+        unsafe { sys::cuEventRecord(end, raw) }
+            .during("cuEventRecord")
+            .map_err(|f| to_profile_error(f.into()))?;
+        let (sender, receiver) = oneshot();
+        self.completion
+            .submit(Job {
+                event: end,
+                timing_event: true,
+                stream,
+                checks: Vec::new(),
+                reply: Reply::Profile {
+                    start,
+                    started,
+                    reply: sender,
+                },
+            })
+            .map_err(to_profile_error)?;
+        Ok(ProfileDuration::new(
+            Box::pin(async move {
+                receiver.await.unwrap_or_else(|| {
+                    Err(ProfileError::Unknown {
+                        reason: "the CUDA completion thread stopped".into(),
+                        backtrace: BackTrace::capture(),
+                    })
+                })
+            }),
+            TimingMethod::Device,
+        ))
+    }
+
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.modes().set(stream, mode);
+    }
+
+    fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.modes().push(stream, mode);
+    }
+
+    fn end_allocation_window(&mut self, stream: StreamId) {
+        if !self.memory.modes().pop(stream) {
+            log::warn!("an allocation window was closed on {stream:?} but none was open");
+        }
+    }
+
+    fn start_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        self.begin_capture(stream)
+    }
+
+    fn end_capture(&mut self, stream: StreamId) -> Result<CapturedGraph, ServerError> {
+        self.finish_capture(stream)
+    }
+
+    fn replay(&mut self, graph: u64, stream: StreamId) -> Result<(), ServerError> {
+        self.replay_graph(graph, stream)
+    }
+
+    fn drop_graph(&mut self, graph: u64) {
+        self.destroy_graph(graph);
+    }
+}

@@ -1,0 +1,61 @@
+//! The backend-generic behaviour suite on the CUDA backend. Every test needs a GPU, so all
+//! are `#[ignore = "needs a CUDA device"]`; scripts/gpu-test runs them with
+//! `--include-ignored`.
+//!
+//! Device indices beyond the GPUs present open another context on GPU `index % count`: two
+//! contexts with different device ids act as two devices, so the multi-device tests run on
+//! one GPU too (through the host; peer copies need two GPUs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cubert_cuda::{CudaDevice, CudaKernel, CudaResource, CudaRuntime, CudaServer, device_count};
+use cubert_runtime::config::CubertConfig;
+use cubert_runtime::{ComputeClient, CubeDim};
+use cubert_test_suite::{ClientOptions, TestBackend};
+
+/// Device ids the fresh clients can have.
+const TEST_DEVICES: u32 = 4;
+
+/// The CUDA backend, for the suite.
+struct Cuda;
+
+impl TestBackend for Cuda {
+    type R = CudaRuntime;
+
+    fn fresh_client(options: &ClientOptions) -> Option<ComputeClient<CudaRuntime>> {
+        let gpus = device_count();
+        if gpus == 0 || options.device_index >= TEST_DEVICES {
+            return None;
+        }
+        let mut config = CubertConfig::default();
+        if let Some(limit) = options.memory_limit {
+            config.cuda.memory_limit = limit;
+        }
+        if let Some(pitch) = options.pitch_alignment {
+            config.cuda.pitch_alignment = pitch;
+        }
+        config.profiling.level = options.profile_level;
+        let device = CudaDevice::new(options.device_index);
+        let server = CudaServer::with_ordinal(device, options.device_index % gpus, &config)
+            .expect("a CUDA server starts");
+        Some(ComputeClient::from_server(server, options.mode).expect("a CUDA client starts"))
+    }
+
+    fn device_count_for_tests() -> u32 {
+        TEST_DEVICES
+    }
+
+    fn with_cube_dim(kernel: CudaKernel, cube_dim: CubeDim) -> CudaKernel {
+        kernel.with_cube_dim(cube_dim)
+    }
+
+    fn with_shared_memory(kernel: CudaKernel, bytes: usize) -> CudaKernel {
+        kernel.with_shared_memory(bytes)
+    }
+
+    fn resource_len(resource: &CudaResource) -> u64 {
+        resource.size
+    }
+}
+
+cubert_test_suite::testgen!(Cuda, ignore = "needs a CUDA device");

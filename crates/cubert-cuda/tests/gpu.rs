@@ -1,0 +1,447 @@
+//! CUDA-specific behaviour on a real GPU: kernels from source and PTX, compile errors,
+//! checked launches, device faults, transfers (pinned, pageable, file-backed, pitched),
+//! stream ordering, device-timed profiling, graphs, TMA and the on-disk compile cache.
+//!
+//! Every test needs a CUDA device: `#[ignore = "needs a CUDA device"]`; scripts/gpu-test
+//! runs them on the GPU machine with `--include-ignored`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{SCALE, TMA_TILE_COPY};
+use cubert_cuda::{CudaDevice, CudaKernel, CudaRuntime, CudaServer};
+use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
+use cubert_runtime::kernel::{TensorMapBinding, TensorMapFormat, TensorMapMeta};
+use cubert_runtime::properties::TimingMethod;
+use cubert_runtime::{
+    Bytes, ComputeClient, CubeCount, CubeDim, ElemType, KernelArguments, LaunchError,
+    MetadataBindingInfo, ServerError, StreamId, ops,
+};
+
+fn client_with(config: &CubertConfig) -> ComputeClient<CudaRuntime> {
+    let server = CudaServer::new(CudaDevice::new(0), config).expect("a CUDA device");
+    ComputeClient::from_server(server, DeviceHandleMode::Threaded).unwrap()
+}
+
+fn client() -> ComputeClient<CudaRuntime> {
+    client_with(&CubertConfig::default())
+}
+
+fn args(handles: &[&cubert_runtime::Handle], info: Vec<u64>) -> KernelArguments {
+    KernelArguments::new()
+        .with_buffers(handles.iter().map(|h| h.to_binding()).collect())
+        .with_info(MetadataBindingInfo::custom(info))
+}
+
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 10_000) as f32 / 100.0 - 50.0
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn kernel_from_cuda_source_runs_with_scalars() {
+    let client = client();
+    let data = values(1000, 1);
+    let handle = client.create(Bytes::from_slice(&data)).unwrap();
+    let kernel = CudaKernel::from_cuda("scale", "scale", SCALE, CubeDim::new_1d(128));
+    let factor = cubert_runtime::kernel::standard::encode_scalar(2.5f32);
+    client
+        .launch(
+            kernel,
+            CubeCount::new_1d(8),
+            args(&[&handle], vec![1000, factor]),
+        )
+        .unwrap();
+    let out = client.read_one(handle).unwrap().to_elems::<f32>();
+    let expected: Vec<f32> = data.iter().map(|v| v * 2.5).collect();
+    assert_eq!(out, expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn compile_error_is_returned_with_the_nvrtc_log() {
+    let client = client();
+    let broken = CudaKernel::from_cuda(
+        "broken",
+        "broken",
+        "extern \"C\" __global__ void broken(const __grid_constant__ cubert::Args a) { undeclared_name(); }",
+        CubeDim::new_1d(1),
+    );
+    client
+        .launch(broken, CubeCount::new_single(), KernelArguments::new())
+        .unwrap();
+    match client.sync().unwrap_err() {
+        ServerError::Launch(LaunchError::CompilationError(error)) => {
+            assert!(error.log.contains("undeclared_name"), "{}", error.log);
+        }
+        other => panic!("expected a compilation error, got {other}"),
+    }
+    // The client keeps working.
+    let handle = client.create(Bytes::from_slice(&[1u8, 2, 3])).unwrap();
+    assert_eq!(client.read_one(handle).unwrap().to_vec(), vec![1, 2, 3]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn checked_out_of_bounds_write_is_reported_and_writes_nothing() {
+    let client = client();
+    let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
+    let guard = client.create(Bytes::from_slice(&[7.0f32; 64])).unwrap();
+    // `fill` of 100 elements into a 10-element buffer.
+    ops::fill(&client, &small, 100, 3.0f32).unwrap();
+    match client.sync().unwrap_err() {
+        ServerError::OutOfBounds {
+            kernel, accesses, ..
+        } => {
+            assert_eq!(kernel, "fill_f32");
+            assert_eq!(accesses, 90);
+        }
+        other => panic!("expected OutOfBounds, got {other}"),
+    }
+    assert_eq!(
+        client.read_one(small).unwrap().to_elems::<f32>(),
+        vec![3.0; 10]
+    );
+    assert_eq!(
+        client.read_one(guard).unwrap().to_elems::<f32>(),
+        vec![7.0; 64]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_fault_makes_the_client_unhealthy_and_a_new_client_works() {
+    let faulty = client();
+    let kernel = CudaKernel::from_cuda(
+        "fault",
+        "fault",
+        "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { *(volatile int*)16 = 1; }",
+        CubeDim::new_1d(1),
+    );
+    faulty
+        .launch(kernel, CubeCount::new_single(), KernelArguments::new())
+        .unwrap();
+    let error = faulty.sync().unwrap_err();
+    assert!(
+        matches!(error, ServerError::ServerUnhealthy { .. }),
+        "{error}"
+    );
+    // Later calls keep reporting it instead of touching the broken context.
+    assert!(matches!(
+        faulty.read_one(faulty.empty(4).unwrap()),
+        Err(ServerError::ServerUnhealthy { .. })
+    ));
+    drop(faulty);
+    let fresh = client();
+    let handle = fresh.create(Bytes::from_slice(&[9u8; 16])).unwrap();
+    assert_eq!(fresh.read_one(handle).unwrap().to_vec(), vec![9; 16]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ptx_kernel_runs() {
+    let client = client();
+    let handle = client.create(Bytes::from_slice(&[0u32; 4])).unwrap();
+    // Stores 42 in the first word of buffer 0 (the Args block starts with the pointers).
+    let ptx = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry write42(.param .align 8 .b8 args[1040])
+{
+    .reg .b64 %rd<3>;
+    .reg .b32 %r<2>;
+    ld.param.u64 %rd1, [args];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 42;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"#;
+    let kernel = CudaKernel::from_ptx("write42", "write42", ptx, CubeDim::new_1d(1));
+    client
+        .launch(kernel, CubeCount::new_single(), args(&[&handle], vec![]))
+        .unwrap();
+    assert_eq!(
+        client.read_one(handle).unwrap().to_elems::<u32>(),
+        vec![42, 0, 0, 0]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_pageable_and_file_backed_uploads_round_trip() {
+    let client = client();
+    // Pinned, from reserve_staging.
+    let mut pinned = client.reserve_staging(&[4096]).pop().unwrap();
+    assert_eq!(
+        pinned.property(),
+        cubert_runtime::AllocationProperty::Pinned
+    );
+    for (i, byte) in pinned.iter_mut().enumerate() {
+        *byte = (i % 251) as u8;
+    }
+    let expected = pinned.to_vec();
+    let handle = client.create(pinned).unwrap();
+    assert_eq!(client.read_one(handle).unwrap().to_vec(), expected);
+    // Pageable, larger than several staging chunks.
+    let big: Vec<u8> = (0..100 * 1024 * 1024 + 7)
+        .map(|i| (i * 7 % 256) as u8)
+        .collect();
+    let handle = client.create(Bytes::from_bytes_vec(big.clone())).unwrap();
+    let back = client.read_one(handle).unwrap();
+    assert_eq!(back.property(), cubert_runtime::AllocationProperty::Pinned);
+    assert!(back[..] == big[..], "pageable upload mismatch");
+    // File-backed.
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, &big[..40 * 1024 * 1024]).unwrap();
+    let mapped = Bytes::from_file(file.path(), 0, 40 * 1024 * 1024).unwrap();
+    let handle = client.create(mapped).unwrap();
+    assert!(client.read_one(handle).unwrap()[..] == big[..40 * 1024 * 1024]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pitched_tensor_reads_back_dense() {
+    let client = client();
+    let data = values(3 * 5, 2);
+    let layout = client
+        .create_tensor(Bytes::from_slice(&data), [3, 5], 4)
+        .unwrap();
+    assert!(
+        layout.strides[0] > 5,
+        "rows should be pitched: {:?}",
+        layout.strides
+    );
+    let back = client
+        .read_one_tensor(
+            layout
+                .memory
+                .clone()
+                .copy_descriptor([3, 5], layout.strides.clone(), 4),
+        )
+        .unwrap()
+        .to_elems::<f32>();
+    assert_eq!(back, data);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn memory_written_on_one_stream_is_read_correctly_on_another() {
+    let base = client();
+    let writer = base.with_stream(StreamId::new(1 << 40));
+    let reader = base.with_stream(StreamId::new((1 << 40) + 1));
+    let n = 8 << 20;
+    let data = values(n, 3);
+    let source = writer.create(Bytes::from_slice(&data)).unwrap();
+    let target = writer.empty(n * 4).unwrap();
+    // A long chain of work on the writer's stream...
+    for _ in 0..20 {
+        ops::copy(&writer, &source, &target, n, ElemType::F32).unwrap();
+    }
+    ops::add(&writer, &source, &source, &target, n, ElemType::F32).unwrap();
+    // ...then a read on the other stream must see its end.
+    let back = reader.read_one(target).unwrap().to_elems::<f32>();
+    assert!(back.iter().zip(&data).all(|(b, d)| *b == d + d));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn profile_measures_device_time_with_events() {
+    let client = client();
+    let (m, k, n) = (512, 512, 512);
+    let lhs = client.create(Bytes::from_slice(&values(m * k, 4))).unwrap();
+    let rhs = client.create(Bytes::from_slice(&values(k * n, 5))).unwrap();
+    let out = client.empty(m * n * 4).unwrap();
+    let ((), duration) = client
+        .profile(
+            || ops::matmul(&client, &lhs, &rhs, &out, m, k, n, ElemType::F32).unwrap(),
+            "matmul",
+        )
+        .unwrap();
+    assert_eq!(duration.timing_method(), TimingMethod::Device);
+    let ticks = duration.resolve_blocking().unwrap();
+    assert!(ticks.duration().as_nanos() > 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn replayed_graph_produces_the_same_bytes_as_the_eager_run() {
+    let client = client();
+    let n = 1 << 16;
+    let a = values(n, 6);
+    let b = values(n, 7);
+    let run = |graph: bool| -> Vec<f32> {
+        let x = client.create(Bytes::from_slice(&a)).unwrap();
+        let y = client.create(Bytes::from_slice(&b)).unwrap();
+        let t = client.empty(n * 4).unwrap();
+        client.sync().unwrap();
+        let work = || {
+            for _ in 0..5 {
+                ops::add(&client, &x, &y, &t, n, ElemType::F32).unwrap();
+                ops::mul(&client, &t, &y, &x, n, ElemType::F32).unwrap();
+            }
+        };
+        if graph {
+            client.start_capture().unwrap();
+            work();
+            let graph = client.end_capture().unwrap();
+            assert_eq!(graph.launches(), 10);
+            client.replay(&graph).unwrap();
+        } else {
+            work();
+        }
+        client.read_one(x).unwrap().to_elems::<f32>()
+    };
+    let eager = run(false);
+    let replayed = run(true);
+    assert_eq!(eager, replayed);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn tma_copies_a_tile_into_shared_memory() {
+    let client = client();
+    if !client.features().tma {
+        panic!("this test needs a GPU with TMA (Hopper or newer)");
+    }
+    let (rows, cols) = (64usize, 48usize);
+    let source: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+    let src = client.create(Bytes::from_slice(&source)).unwrap();
+    let out = client.empty(256 * 4).unwrap();
+    let map = TensorMapMeta {
+        format: TensorMapFormat::Tiled {
+            tile_size: [16, 16].into(),
+        },
+        shape: [rows, cols].into(),
+        strides: [cols, 1].into(),
+        elem_stride: [1, 1].into(),
+        interleave: Default::default(),
+        swizzle: Default::default(),
+        prefetch: Default::default(),
+        oob_fill: Default::default(),
+        elem: ElemType::F32,
+    };
+    let kernel = CudaKernel::from_cuda(
+        "tma_tile_copy",
+        "tma_tile_copy",
+        TMA_TILE_COPY,
+        CubeDim::new_1d(128),
+    );
+    let arguments = args(&[&out], vec![16, 32])
+        .with_tensor_maps(vec![TensorMapBinding::new(src.to_binding(), map)]);
+    client
+        .launch(kernel, CubeCount::new_single(), arguments)
+        .unwrap();
+    let tile = client.read_one(out).unwrap().to_elems::<f32>();
+    for r in 0..16 {
+        for c in 0..16 {
+            assert_eq!(
+                tile[r * 16 + c],
+                source[(32 + r) * cols + 16 + c],
+                "at ({r}, {c})"
+            );
+        }
+    }
+}
+
+/// A kernel source unique to this process run, so no earlier cache entry exists.
+fn unique_source(tag: &str) -> String {
+    format!("// {tag}\n{SCALE}")
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn second_process_finds_compiled_kernels_on_disk() {
+    if let Ok(dir) = std::env::var("CUBERT_TEST_CACHE_CHILD") {
+        // The child: same cache directory, same kernel: nothing is compiled.
+        let mut config = CubertConfig::default();
+        config.compilation.cache_dir = Some(dir.clone().into());
+        let client = client_with(&config);
+        let tag = std::env::var("CUBERT_TEST_CACHE_TAG").unwrap();
+        run_unique_kernel(&client, &tag);
+        let stats = client
+            .device_handle()
+            .submit_blocking(|s| s.compile_stats())
+            .unwrap();
+        assert_eq!(stats.nvrtc_compiles, 0, "{stats:?}");
+        assert_eq!(stats.disk_hits, 1, "{stats:?}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let mut config = CubertConfig::default();
+    config.compilation.cache_dir = Some(dir.path().into());
+    let client = client_with(&config);
+    run_unique_kernel(&client, &tag);
+    let stats = client
+        .device_handle()
+        .submit_blocking(|s| s.compile_stats())
+        .unwrap();
+    assert_eq!(stats.nvrtc_compiles, 1, "{stats:?}");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "second_process_finds_compiled_kernels_on_disk",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("CUBERT_TEST_CACHE_CHILD", dir.path())
+        .env("CUBERT_TEST_CACHE_TAG", &tag)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child process failed");
+}
+
+fn run_unique_kernel(client: &ComputeClient<CudaRuntime>, tag: &str) {
+    let handle = client.create(Bytes::from_slice(&[1.0f32; 64])).unwrap();
+    let kernel = CudaKernel::from_cuda("scale", "scale", unique_source(tag), CubeDim::new_1d(64));
+    let factor = cubert_runtime::kernel::standard::encode_scalar(3.0f32);
+    client
+        .launch(
+            kernel,
+            CubeCount::new_single(),
+            args(&[&handle], vec![64, factor]),
+        )
+        .unwrap();
+    assert_eq!(
+        client.read_one(handle).unwrap().to_elems::<f32>(),
+        vec![3.0; 64]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn allocation_larger_than_the_device_is_buffer_too_big_and_memory_limit_gives_out_of_memory() {
+    let client = client();
+    let total = client.properties().memory.total_memory as usize;
+    assert!(matches!(
+        client.empty(total + (1 << 30)),
+        Err(cubert_runtime::IoError::BufferTooBig { .. })
+    ));
+    let mut config = CubertConfig::default();
+    config.cuda.memory_limit = 256 << 20;
+    let limited = client_with(&config);
+    let first = limited.empty(200 << 20).unwrap();
+    let second = limited.empty(200 << 20).unwrap();
+    let error = limited.read_one(second).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ServerError::Io(cubert_runtime::IoError::OutOfMemory { .. })
+        ),
+        "{error}"
+    );
+    drop(first);
+    let third = limited.create(Bytes::from_slice(&[5u8; 1 << 20])).unwrap();
+    assert_eq!(limited.read_one(third).unwrap()[..4], [5, 5, 5, 5]);
+}

@@ -1,0 +1,84 @@
+//! Every standard kernel compiles with NVRTC for Hopper, in every execution mode.
+//! Needs only NVRTC (no GPU): run with `--include-ignored` where libnvrtc is installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use cubert_cuda::kernels::standard_source;
+use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
+use cubert_runtime::ExecutionMode;
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::kernel::standard::StandardKernel;
+
+fn all_standard_kernels() -> Vec<StandardKernel> {
+    let mut kernels = vec![StandardKernel::Noop];
+    for elem in ElemType::ALL {
+        kernels.push(StandardKernel::Fill(elem));
+        kernels.push(StandardKernel::Copy(elem));
+        if elem != ElemType::Bool {
+            kernels.push(StandardKernel::Add(elem));
+            kernels.push(StandardKernel::Mul(elem));
+            kernels.push(StandardKernel::ReduceSum(elem));
+            kernels.push(StandardKernel::Matmul(elem));
+        }
+        for to in ElemType::ALL {
+            kernels.push(StandardKernel::Cast { from: elem, to });
+        }
+    }
+    kernels
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn every_standard_kernel_compiles_for_sm_90() {
+    let version = nvrtc_version().expect("NVRTC must be installed for this test");
+    eprintln!("NVRTC {}.{}", version.0, version.1);
+    let mut failures = Vec::new();
+    let kernels = all_standard_kernels();
+    for kernel in &kernels {
+        let (_, source, _) = standard_source(*kernel).unwrap();
+        for mode in [ExecutionMode::Checked, ExecutionMode::Unchecked] {
+            let options = nvrtc_options((9, 0), mode, &[]);
+            if let Err(log) = compile_cuda(&kernel.name(), &source, &options) {
+                failures.push(format!("{kernel} ({mode:?}):\n{log}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first:\n{}",
+        failures.len(),
+        failures[0]
+    );
+    eprintln!("{} kernels compiled in 2 modes", kernels.len());
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn validate_mode_compiles_with_device_printf() {
+    let (_, source, _) = standard_source(StandardKernel::Add(ElemType::F32)).unwrap();
+    let options = nvrtc_options((9, 0), ExecutionMode::Validate, &[]);
+    compile_cuda("add_f32", &source, &options).unwrap();
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn a_syntax_error_returns_the_compiler_log() {
+    let options = nvrtc_options((9, 0), ExecutionMode::Checked, &[]);
+    let log = compile_cuda(
+        "broken",
+        "extern \"C\" __global__ void broken(const __grid_constant__ cubert::Args a) { this is not C++ }",
+        &options,
+    )
+    .unwrap_err();
+    assert!(log.contains("broken.cu"), "{log}");
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn test_kernels_of_the_gpu_suite_compile() {
+    let options = nvrtc_options((9, 0), ExecutionMode::Checked, &[]);
+    compile_cuda("scale", common::SCALE, &options).unwrap();
+    compile_cuda("tma_tile_copy", common::TMA_TILE_COPY, &options).unwrap();
+}
