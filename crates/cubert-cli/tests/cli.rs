@@ -7,7 +7,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cubert"));
+    // CUBERT_BIN points at the binary when the tests run away from the build tree
+    // (scripts/gpu-test bundles both).
+    let binary = std::env::var_os("CUBERT_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
+    let mut command = Command::new(binary);
     command.args(args).current_dir(dir);
     for (name, _) in std::env::vars() {
         if name.starts_with("CUBERT_") {
