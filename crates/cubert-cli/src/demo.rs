@@ -293,7 +293,9 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
         TimingMethod::Device => "device timestamps",
     };
     match logger.profile_level() {
-        None => outln!("device time per kernel (client.profile around launch + sync, {timing}):"),
+        None => outln!(
+            "device time per kernel (client.profile around launch + sync after a warm-up launch, {timing}):"
+        ),
         Some(level) => outln!(
             "device time per kernel (recorded by the runtime's profiler, level {level:?}, {timing}):"
         ),
@@ -323,14 +325,19 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     Ok(checks.failed == 0)
 }
 
-/// Launches with `launch`, then syncs, inside `client.profile`, and records the device time
-/// under `name` in the device's logger (unless the runtime's own profiler already records
-/// every launch).
+/// Launches with `launch` once to warm up (compile, load, fill caches), then again inside
+/// `client.profile` followed by a sync, and records the device time under `name` in the
+/// device's logger (unless the runtime's own profiler already records every launch).
+/// `launch` must be idempotent: it writes its outputs from inputs it doesn't modify.
 fn launch_timed<R: Runtime>(
     client: &ComputeClient<R>,
     name: &str,
-    launch: impl FnOnce() -> Result<(), LaunchError>,
+    launch: impl Fn() -> Result<(), LaunchError>,
 ) -> CliResult<()> {
+    launch().map_err(|error| CliError::from(error).context(format!("`{name}` failed")))?;
+    client
+        .sync()
+        .map_err(|error| CliError::from(error).context(format!("`{name}` failed")))?;
     let (outcome, duration) = client.profile(
         || -> CliResult<()> {
             launch()?;
@@ -378,7 +385,7 @@ fn unary<R, S, D>(
     src: &[S],
     dst_elem: ElemType,
     reference: impl Fn(S) -> D,
-    launch: impl FnOnce(&ComputeClient<R>, &Handle, &Handle, usize) -> Result<(), LaunchError>,
+    launch: impl Fn(&ComputeClient<R>, &Handle, &Handle, usize) -> Result<(), LaunchError>,
 ) -> CliResult<Outcome>
 where
     R: Runtime,

@@ -32,8 +32,17 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Queues an error on a stream.
+    /// Records a device fault if `error` is one, and returns it.
+    pub fn observe(&self, error: ServerError) -> ServerError {
+        if matches!(error, ServerError::ServerUnhealthy { .. }) {
+            self.set_unhealthy(error.clone());
+        }
+        error
+    }
+
+    /// Queues an error on a stream (a device fault also marks the server unhealthy).
     pub fn push_error(&self, stream: StreamId, error: ServerError) {
+        let error = self.observe(error);
         self.errors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

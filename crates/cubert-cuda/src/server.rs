@@ -308,14 +308,28 @@ impl CudaServer {
         Ok(())
     }
 
+    /// Waits for all work of the context (unless a graph is being captured) and records
+    /// every stream point as complete, so every free block can be reused or released.
+    fn settle(&mut self) {
+        if self.streams.any_capturing() {
+            return;
+        }
+        // SAFETY: the context is current (every caller went through `enter`).
+        match unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize") {
+            Ok(()) => self.streams.mark_all_complete(),
+            Err(failure) => {
+                self.shared.observe(failure.into_server_error());
+            }
+        }
+    }
+
     fn reserve(&mut self, memory: &Handle, size: u64, stream: StreamId) -> Result<(), IoError> {
         let id = memory.id();
         match self.memory.reserve(id, size, stream, &mut self.streams) {
             Err(IoError::OutOfMemory { .. }) => {
                 // Blocks freed on other streams may still be pending: finish all work and
                 // give back what is free, then try once more.
-                // SAFETY: the context is current (checked by `enter`).
-                let _ = unsafe { sys::cuCtxSynchronize() };
+                self.settle();
                 self.memory.cleanup(&mut self.streams);
                 self.memory.reserve(id, size, stream, &mut self.streams)
             }
@@ -405,11 +419,11 @@ impl ComputeServer for CudaServer {
         });
         let buffers = match started {
             Ok(buffers) => buffers,
-            Err(error) => return ready(Err(error)),
+            Err(error) => return ready(Err(self.shared.observe(error))),
         };
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Read(buffers, sender)) {
-            return ready(Err(error));
+            return ready(Err(self.shared.observe(error)));
         }
         Box::pin(async move {
             receiver
@@ -438,7 +452,7 @@ impl ComputeServer for CudaServer {
         self.memory.release_idle(&mut self.streams);
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Sync(sender)) {
-            return ready(Err(error));
+            return ready(Err(self.shared.observe(error)));
         }
         Box::pin(async move {
             receiver
@@ -493,6 +507,8 @@ impl ComputeServer for CudaServer {
             return;
         }
         self.drain_releases();
+        // An explicit request: wait for the device so every free block can be released.
+        self.settle();
         self.memory.cleanup(&mut self.streams);
         self.pinned.trim();
     }
@@ -579,14 +595,17 @@ impl ComputeServer for CudaServer {
 
     fn start_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {
         self.begin_capture(stream)
+            .map_err(|error| self.shared.observe(error))
     }
 
     fn end_capture(&mut self, stream: StreamId) -> Result<CapturedGraph, ServerError> {
         self.finish_capture(stream)
+            .map_err(|error| self.shared.observe(error))
     }
 
     fn replay(&mut self, graph: u64, stream: StreamId) -> Result<(), ServerError> {
         self.replay_graph(graph, stream)
+            .map_err(|error| self.shared.observe(error))
     }
 
     fn drop_graph(&mut self, graph: u64) {

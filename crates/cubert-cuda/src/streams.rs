@@ -225,6 +225,22 @@ impl Streams {
         }
     }
 
+    /// Records that every stream has completed everything submitted so far (call after a
+    /// context-wide synchronize).
+    pub fn mark_all_complete(&mut self) {
+        for raw in &mut self.raw {
+            raw.completed = raw.seq;
+            for (_, event) in raw.recorded.drain(..) {
+                self.events.give_back(event);
+            }
+        }
+    }
+
+    /// Whether any stream is being captured into a graph.
+    pub fn any_capturing(&self) -> bool {
+        self.raw.iter().any(|raw| raw.capturing)
+    }
+
     /// Waits on the host until everything submitted on `id` is done.
     ///
     /// # Errors

@@ -213,8 +213,9 @@ pub enum ServerError {
     /// A memory or transfer operation failed.
     #[error("{0}")]
     Io(#[from] IoError),
-    /// The device is in a state it cannot recover from (a sticky device fault). Recreate the
-    /// client to continue on this device.
+    /// The device is in a state it cannot recover from (a sticky device fault, such as a
+    /// kernel's illegal memory access). Every later call of the client returns it. On CUDA the
+    /// fault poisons the process's GPU state: restart the process to use the GPU again.
     #[error("the device is unhealthy and must be recreated: {errors:?}")]
     ServerUnhealthy {
         /// The errors that made it unhealthy.

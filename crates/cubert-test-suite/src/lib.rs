@@ -125,7 +125,7 @@ macro_rules! __for_each_suite_test {
                 shared_memory_over_device_limit_is_too_many_resources,
                 cube_count_over_device_limit_is_too_many_resources,
                 out_of_bounds_kernel_fails_at_sync_and_spares_neighbours,
-                flush_returns_queued_errors_once,
+                queued_error_is_returned_once_by_flush_or_sync,
                 sync_async_resolves_to_queued_errors,
             }
             memory {

@@ -56,7 +56,9 @@ pub fn enumerate_devices_lists_the_client_device<B: TestBackend>() {
     for device in &same_kind {
         assert!(all.contains(device));
     }
-    assert!(client.device_count_total() as u32 >= B::device_count_for_tests());
+    // Backends may open more test devices than they enumerate (CUDA tests use several
+    // contexts on one GPU), so only the client's own device is required.
+    assert!(client.device_count_total() >= 1);
     let unknown_kind = u16::MAX;
     assert!(!all.iter().any(|device| device.type_id == unknown_kind));
     assert!(client.enumerate_devices(unknown_kind).is_empty());

@@ -219,7 +219,9 @@ impl<R: Runtime> ComputeClient<R> {
             .submit(move |server| server.allocation_mode(mode, stream));
     }
 
-    /// Hands queued work to the device and returns the errors queued on this stream.
+    /// Hands queued work to the device and returns the errors of queued work on this stream
+    /// known so far. On an asynchronous device (a GPU) errors of kernels still running are
+    /// only known at the next `sync` or `read`.
     ///
     /// # Errors
     /// The first error of queued work on this stream.
