@@ -413,10 +413,14 @@ impl ComputeServer for CudaServer {
         descriptors: Vec<CopyDescriptor>,
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
-        let started = self.enter().and_then(|()| {
-            self.drain_releases();
-            self.download(&descriptors, stream)
-        });
+        // Errors already queued on the stream come first, as for every read.
+        let started = self
+            .enter()
+            .and_then(|()| self.shared.take_errors(stream))
+            .and_then(|()| {
+                self.drain_releases();
+                self.download(&descriptors, stream)
+            });
         let buffers = match started {
             Ok(buffers) => buffers,
             Err(error) => return ready(Err(self.shared.observe(error))),

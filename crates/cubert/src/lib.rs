@@ -37,3 +37,8 @@ pub use cubert_cuda::{CudaDevice, CudaRuntime};
 pub fn default_client() -> Result<ComputeClient<CpuRuntime>, ServerError> {
     cubert_cpu::default_client()
 }
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
