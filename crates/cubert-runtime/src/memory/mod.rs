@@ -10,6 +10,7 @@ pub mod block_pool;
 mod manager;
 mod mode;
 mod ordering;
+pub mod trace;
 mod usage;
 
 pub use manager::{IdHasher, IdMap, MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
