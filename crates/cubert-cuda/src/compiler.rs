@@ -173,7 +173,7 @@ pub struct Compiler {
     arch: (u32, u32),
     driver_version: i32,
     disk: Option<PathBuf>,
-    loaded: HashMap<(String, ExecutionMode), Loaded>,
+    loaded: HashMap<String, [Option<Loaded>; 3]>,
     stats: CompileStats,
 }
 
@@ -289,8 +289,16 @@ impl Compiler {
             KernelSource::Cuda(_) => mode,
             _ => ExecutionMode::Checked,
         };
-        let key = (kernel.id().as_str().to_string(), mode);
-        if let Some(loaded) = self.loaded.get_mut(&key) {
+        let slot = match mode {
+            ExecutionMode::Checked => 0,
+            ExecutionMode::Validate => 1,
+            ExecutionMode::Unchecked => 2,
+        };
+        if let Some(loaded) = self
+            .loaded
+            .get_mut(kernel.id_str())
+            .and_then(|modes| modes[slot].as_mut())
+        {
             self.stats.memory_hits += 1;
             let function = loaded.function;
             let shared = kernel.shared_memory_bytes();
@@ -337,14 +345,11 @@ impl Compiler {
         if shared > 0 {
             set_dynamic_shared(function, shared)?;
         }
-        self.loaded.insert(
-            key,
-            Loaded {
-                module,
-                function,
-                max_dynamic_shared: shared,
-            },
-        );
+        self.loaded.entry(kernel.id_str().to_string()).or_default()[slot] = Some(Loaded {
+            module,
+            function,
+            max_dynamic_shared: shared,
+        });
         Ok(function)
     }
 }
@@ -375,7 +380,7 @@ impl Drop for Compiler {
         if self.context.bind().is_err() {
             return;
         }
-        for loaded in self.loaded.values() {
+        for loaded in self.loaded.values().flatten().flatten() {
             // SAFETY: each module was loaded once by this compiler and is unloaded once.
             unsafe { sys::cuModuleUnload(loaded.module) };
         }

@@ -11,8 +11,9 @@
 
 use crate::context::CudaContext;
 use crate::driver::{Context as _, DriverFailure};
-use crate::status::StatusCheck;
+use crate::status::StatusBlock;
 use crate::streams::EventPool;
+use cubert_runtime::device_handle::{recv_spinning, spinning_helps};
 use cubert_runtime::future::OneshotSender;
 use cubert_runtime::profile::ProfileTicks;
 use cubert_runtime::server::StreamErrors;
@@ -110,6 +111,35 @@ pub enum Reply {
     Status,
 }
 
+/// Status counters to read once a job's event completed.
+pub enum Check {
+    /// A stream's block: read, then freed.
+    Block(StatusBlock, StreamId),
+    /// A graph's block: read after each replay, kept.
+    Graph(Arc<Mutex<StatusBlock>>, StreamId),
+}
+
+impl Check {
+    fn report(self, shared: &Shared) {
+        match self {
+            Check::Block(mut block, stream) => {
+                for error in block.take_errors() {
+                    shared.push_error(stream, error);
+                }
+            }
+            Check::Graph(block, stream) => {
+                let errors = block
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .read_errors();
+                for error in errors {
+                    shared.push_error(stream, error);
+                }
+            }
+        }
+    }
+}
+
 /// Work for the completion thread.
 pub struct Job {
     /// Completes when the device got there.
@@ -119,7 +149,7 @@ pub struct Job {
     /// The stream the job belongs to.
     pub stream: StreamId,
     /// Status counters to read once complete.
-    pub checks: Vec<StatusCheck>,
+    pub checks: Vec<Check>,
     /// What to resolve.
     pub reply: Reply,
 }
@@ -179,6 +209,27 @@ impl Drop for Completion {
     }
 }
 
+/// How long the completion thread polls an event before blocking on it.
+const POLL: Duration = Duration::from_micros(200);
+
+/// Waits until `event` completes: polls it for [`POLL`] (short work finishes with no
+/// thread wake-up), then blocks.
+fn wait_for(event: CUevent) -> Result<(), DriverFailure> {
+    if spinning_helps() {
+        let start = Instant::now();
+        while start.elapsed() < POLL {
+            // SAFETY: the event was recorded on a stream of this context.
+            match unsafe { sys::cuEventQuery(event) } {
+                sys::CUresult::CUDA_SUCCESS => return Ok(()),
+                sys::CUresult::CUDA_ERROR_NOT_READY => std::hint::spin_loop(),
+                error => return error.during("cuEventQuery"),
+            }
+        }
+    }
+    // SAFETY: the event was recorded on a stream of this context.
+    unsafe { sys::cuEventSynchronize(event) }.during("cuEventSynchronize")
+}
+
 fn run(
     context: Arc<CudaContext>,
     shared: Arc<Shared>,
@@ -189,17 +240,12 @@ fn run(
     if let Err(failure) = context.bind() {
         shared.set_unhealthy(failure.into_server_error());
     }
-    while let Ok(job) = receiver.recv() {
-        // SAFETY: the event was recorded on a stream of this context.
-        let waited: Result<(), DriverFailure> =
-            unsafe { sys::cuEventSynchronize(job.event) }.during("cuEventSynchronize");
-        if let Err(failure) = waited {
+    while let Ok(job) = recv_spinning(&receiver) {
+        if let Err(failure) = wait_for(job.event) {
             shared.set_unhealthy(failure.into_server_error());
         }
-        for check in &job.checks {
-            for error in check.errors() {
-                shared.push_error(check.stream, error);
-            }
+        for check in job.checks {
+            check.report(&shared);
         }
         match job.reply {
             Reply::Read(buffers, reply) => {

@@ -5,12 +5,14 @@
 //! writes and syncs on a capturing stream are refused. Checked launches in the graph count
 //! out-of-bounds accesses in the graph's own status slots, checked after every replay.
 
-use crate::completion::{Job, Reply};
+use crate::completion::{Check, Job, Reply};
 use crate::driver::Context as _;
 use crate::server::CudaServer;
+use crate::status::StatusBlock;
 use cubert_runtime::server::CapturedGraph;
 use cubert_runtime::{Binding, ServerError, StreamId};
 use cudarc::driver::sys::{self, CUgraph, CUgraphExec};
+use std::sync::{Arc, Mutex};
 
 /// A capture in progress.
 pub struct Capture {
@@ -28,8 +30,7 @@ pub struct Capture {
 pub struct GraphExec {
     graph: CUgraph,
     exec: CUgraphExec,
-    status_stream: StreamId,
-    kernels: Vec<String>,
+    status: Option<Arc<Mutex<StatusBlock>>>,
 }
 
 // SAFETY: graph handles are used only by the server that owns them.
@@ -108,15 +109,18 @@ impl CudaServer {
                 return Err(failure.into());
             }
         };
-        let kernels = self.status.take_names(capture.status_stream);
+        let status = self
+            .status
+            .detach_for_graph(capture.status_stream)
+            .filter(|block| !block.is_empty())
+            .map(|block| Arc::new(Mutex::new(block)));
         let id = self.next_graph;
         self.graphs.insert(
             id,
             GraphExec {
                 graph,
                 exec,
-                status_stream: capture.status_stream,
-                kernels,
+                status,
             },
         );
         Ok(CapturedGraph {
@@ -129,23 +133,20 @@ impl CudaServer {
     pub(crate) fn replay_graph(&mut self, id: u64, stream: StreamId) -> Result<(), ServerError> {
         self.enter()?;
         let raw = self.streams.raw(stream)?;
-        let (exec, status_stream, kernels) = match self.graphs.get(&id) {
-            Some(graph) => (graph.exec, graph.status_stream, graph.kernels.clone()),
+        let (exec, status) = match self.graphs.get(&id) {
+            Some(graph) => (graph.exec, graph.status.clone()),
             None => return Err(ServerError::generic(format!("there is no graph {id}"))),
         };
         // SAFETY: a live executable graph of this context and a live stream.
         unsafe { sys::cuGraphLaunch(exec, raw) }.during("cuGraphLaunch")?;
         self.streams.bump(stream);
-        if !kernels.is_empty() {
-            let check =
-                self.status
-                    .check_names(status_stream, stream, raw, &kernels, &self.pinned)?;
+        if let Some(status) = status {
             let event = self.streams.record(stream)?;
             self.completion.submit(Job {
                 event,
                 timing_event: false,
                 stream,
-                checks: check.into_iter().collect(),
+                checks: vec![Check::Graph(status, stream)],
                 reply: Reply::Status,
             })?;
         }
@@ -166,6 +167,12 @@ impl CudaServer {
             sys::cuGraphExecDestroy(graph.exec);
             sys::cuGraphDestroy(graph.graph);
         }
-        self.status.remove(graph.status_stream);
+        // The graph's status block is complete (synchronized above): it may go back to its
+        // pool once its last pending check is done with it.
+        if let Some(status) = graph.status
+            && let Ok(mut block) = status.lock()
+        {
+            block.take_errors();
+        }
     }
 }

@@ -74,7 +74,7 @@ pub enum KernelSource {
 }
 
 struct KernelInner {
-    name: String,
+    name: Arc<str>,
     entry: String,
     source: KernelSource,
     cube_dim: CubeDim,
@@ -126,7 +126,7 @@ impl CudaKernel {
         ));
         Self {
             inner: Arc::new(KernelInner {
-                name,
+                name: Arc::from(name),
                 entry,
                 source,
                 cube_dim,
@@ -190,7 +190,7 @@ impl CudaKernel {
 
     fn rebuild(&self, cube_dim: CubeDim, shared_memory: usize, options: Vec<String>) -> Self {
         Self::build(
-            self.inner.name.clone(),
+            self.inner.name.to_string(),
             self.inner.entry.clone(),
             self.inner.source.clone(),
             cube_dim,
@@ -231,6 +231,16 @@ impl CudaKernel {
     /// Extra compile options.
     pub fn options(&self) -> &[String] {
         &self.inner.options
+    }
+
+    /// The name, shared (status counters keep it without copying).
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.inner.name
+    }
+
+    /// The stable id as text, without cloning it.
+    pub fn id_str(&self) -> &str {
+        self.inner.id.as_str()
     }
 }
 

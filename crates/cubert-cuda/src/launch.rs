@@ -98,7 +98,7 @@ impl CudaServer {
             if self.capture.is_none() && self.status.is_full(status_stream) {
                 self.submit_job(stream, crate::completion::Reply::Status)?;
             }
-            args.status = self.status.slot(status_stream, raw, kernel.name())?;
+            args.status = self.status.slot(status_stream, kernel.shared_name())?;
         }
         let mut maps: Vec<CUtensorMap> = Vec::with_capacity(arguments.tensor_maps.len());
         for tensor_map in &arguments.tensor_maps {

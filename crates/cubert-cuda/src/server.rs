@@ -10,7 +10,7 @@
 //! (kernel launches), `graph` (capture and replay), `streams`, `status`, `completion`.
 
 use crate::compiler::{Compiler, default_cache_dir};
-use crate::completion::{Completion, Job, Reply, Shared};
+use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
 use crate::driver::{Context as _, driver_status};
@@ -18,7 +18,7 @@ use crate::graph::{Capture, GraphExec};
 use crate::kernel::CudaKernel;
 use crate::properties::read_properties;
 use crate::staging::{DEFAULT_MAX_CACHED, PinnedPool, PinnedStaging};
-use crate::status::StatusRings;
+use crate::status::StatusBlocks;
 use crate::storage::{CudaResource, CudaStorage};
 use crate::streams::{EventPool, Streams};
 use crate::transfer::StagingRing;
@@ -61,7 +61,7 @@ pub struct CudaServer {
     pub(crate) failed: IdMap<String>,
     pub(crate) last_use: IdMap<StreamId>,
     pub(crate) streams: Streams,
-    pub(crate) status: StatusRings,
+    pub(crate) status: StatusBlocks,
     pub(crate) compiler: Compiler,
     pub(crate) pinned: Arc<PinnedPool>,
     pub(crate) ring: StagingRing,
@@ -196,7 +196,7 @@ impl CudaServer {
             failed: IdMap::default(),
             last_use: IdMap::default(),
             streams: Streams::new(context.clone(), events),
-            status: StatusRings::new(context.clone()),
+            status: StatusBlocks::new(context.clone()),
             compiler: Compiler::new(context.clone(), arch, disk),
             pinned,
             ring: StagingRing::default(),
@@ -283,11 +283,12 @@ impl CudaServer {
     /// Sends a job resolved when `stream` reaches this point, with its status checks.
     pub(crate) fn submit_job(&mut self, stream: StreamId, reply: Reply) -> Result<(), ServerError> {
         self.refuse_if_capturing(stream)?;
-        let raw = self.streams.raw(stream)?;
-        let mut checks = Vec::new();
-        if let Some(check) = self.status.take_check(stream, raw, &self.pinned)? {
-            checks.push(check);
-        }
+        let checks: Vec<Check> = self
+            .status
+            .detach(stream)
+            .map(|block| Check::Block(block, stream))
+            .into_iter()
+            .collect();
         let event = self.streams.record(stream)?;
         self.completion.submit(Job {
             event,

@@ -1,218 +1,246 @@
-//! Out-of-bounds status words of checked launches.
+//! Out-of-bounds status counters of checked launches.
 //!
-//! Every checked launch gets a 32-bit counter in device memory (a slot of its stream's
-//! ring); the prelude's accessors add 1 to it for every out-of-bounds access. When a stream
-//! is synced or read (or its ring fills), the used slots are copied to pinned host memory
-//! and zeroed on the device, in stream order, and a [`StatusCheck`] goes to the completion
-//! thread, which turns non-zero counters into `ServerError::OutOfBounds` for the kernels
-//! that owned them, once the device got there.
+//! Every checked launch gets a 32-bit counter (a slot of a [`StatusBlock`]); the prelude's
+//! accessors add 1 to it for every out-of-bounds access. Blocks live in mapped pinned host
+//! memory: a kernel's (rare) increment goes straight to host memory, so checking a block
+//! costs no device work at all — once the device has passed the launches, the host reads
+//! the counters, turns non-zero ones into `ServerError::OutOfBounds` for the kernels that
+//! owned them, zeroes them and puts the block back in the pool.
+//!
+//! Each stream fills its own current block. A sync or read on the stream detaches the block
+//! and hands it, with the event that follows the launches, to whoever waits for that event;
+//! a full block is detached the same way. Launches after that take a fresh block, so a block
+//! is never reused while a kernel may still write it.
 
 use crate::context::CudaContext;
 use crate::driver::{Context as _, DriverFailure};
-use crate::staging::PinnedPool;
 use cubert_runtime::backtrace::BackTrace;
-use cubert_runtime::{Bytes, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
+use cubert_runtime::{ServerError, StreamId};
+use cudarc::driver::sys::{self, CUdeviceptr};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// Slots per ring.
+/// Slots per block.
 pub const SLOTS: usize = 1024;
 
-struct Ring {
+/// A block of counters in mapped pinned memory, with the kernel of each used slot.
+pub struct StatusBlock {
+    host: *mut u32,
     device: CUdeviceptr,
-    kernels: Vec<String>,
+    kernels: Vec<Arc<str>>,
+    pool: Arc<BlockPool>,
 }
 
-/// Counters copied back from the device, to be read once the copy completed.
-pub struct StatusCheck {
-    host: Bytes,
-    kernels: Vec<String>,
-    /// The stream whose launches these were.
-    pub stream: StreamId,
-}
+// SAFETY: the block exclusively owns its mapped allocation; the host reads it only after the
+// device has finished the launches that write it.
+unsafe impl Send for StatusBlock {}
 
-impl StatusCheck {
-    /// The out-of-bounds errors of the checked launches, in launch order.
-    pub fn errors(&self) -> Vec<ServerError> {
-        let counts = self.host.to_elems::<u32>();
-        self.kernels
-            .iter()
-            .zip(counts)
-            .filter(|(_, count)| *count > 0)
-            .map(|(kernel, count)| ServerError::OutOfBounds {
-                kernel: kernel.clone(),
-                accesses: u64::from(count),
-                first: "the device counts out-of-bounds accesses; launch in validate mode to \
-                        print each one"
-                    .to_string(),
-                backtrace: BackTrace::capture(),
-            })
-            .collect()
+impl StatusBlock {
+    /// Whether every slot is used.
+    pub fn is_full(&self) -> bool {
+        self.kernels.len() >= SLOTS
+    }
+
+    /// Whether no slot is used.
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
+    }
+
+    /// The device address of a fresh slot for a launch of `kernel`.
+    fn slot(&mut self, kernel: &Arc<str>) -> u64 {
+        let index = self.kernels.len().min(SLOTS - 1);
+        if self.kernels.len() < SLOTS {
+            self.kernels.push(kernel.clone());
+        }
+        self.device + (index as u64) * 4
+    }
+
+    /// The out-of-bounds errors of the block's launches, in launch order, leaving the
+    /// slots used (a graph's block is checked after every replay). Call only once the device
+    /// has finished the launches. The counters are zeroed.
+    pub fn read_errors(&mut self) -> Vec<ServerError> {
+        let mut errors = Vec::new();
+        for (index, kernel) in self.kernels.iter().enumerate() {
+            // SAFETY: `index < SLOTS`: the slot lies inside the mapped allocation, which the
+            // device no longer writes (its launches are complete).
+            let count = unsafe {
+                let slot = self.host.add(index);
+                let count = slot.read_volatile();
+                slot.write_volatile(0);
+                count
+            };
+            if count > 0 {
+                errors.push(ServerError::OutOfBounds {
+                    kernel: kernel.to_string(),
+                    accesses: u64::from(count),
+                    first: "the device counts out-of-bounds accesses; launch in validate mode \
+                            to print each one"
+                        .to_string(),
+                    backtrace: BackTrace::capture(),
+                });
+            }
+        }
+        errors
+    }
+
+    /// Like [`Self::read_errors`], then frees the slots: the block goes back to its pool
+    /// when dropped.
+    pub fn take_errors(&mut self) -> Vec<ServerError> {
+        let errors = self.read_errors();
+        self.kernels.clear();
+        errors
     }
 }
 
-/// The status rings of a server's streams.
-pub struct StatusRings {
-    context: Arc<CudaContext>,
-    rings: HashMap<StreamId, Ring>,
+impl Drop for StatusBlock {
+    fn drop(&mut self) {
+        // A block with unchecked slots may still be written by running kernels: its memory
+        // stays out of the pool (freed with the pool).
+        if self.kernels.is_empty() {
+            self.pool
+                .free
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((self.host as usize, self.device));
+        }
+    }
 }
 
-impl StatusRings {
-    /// No rings yet; one is made per stream on its first checked launch.
+/// The allocations behind status blocks, shared with whoever checks them.
+pub struct BlockPool {
+    context: Arc<CudaContext>,
+    free: Mutex<Vec<(usize, CUdeviceptr)>>,
+    all: Mutex<Vec<usize>>,
+}
+
+// SAFETY: the pool hands out raw addresses of allocations it owns; access is behind mutexes.
+unsafe impl Send for BlockPool {}
+// SAFETY: as above.
+unsafe impl Sync for BlockPool {}
+
+impl BlockPool {
+    fn new(context: Arc<CudaContext>) -> Arc<Self> {
+        Arc::new(Self {
+            context,
+            free: Mutex::new(Vec::new()),
+            all: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn take(self: &Arc<Self>) -> Result<StatusBlock, DriverFailure> {
+        let reused = self
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let (host, device) = match reused {
+            Some(entry) => entry,
+            None => {
+                let _scope = self.context.scoped()?;
+                let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+                // SAFETY: valid out pointer; the context is current for this scope.
+                unsafe {
+                    sys::cuMemHostAlloc(
+                        &mut host,
+                        SLOTS * 4,
+                        sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+                    )
+                }
+                .during("cuMemHostAlloc")?;
+                // SAFETY: `host` holds SLOTS * 4 bytes; zero them before any kernel sees them.
+                unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, SLOTS * 4) };
+                let mut device: CUdeviceptr = 0;
+                // SAFETY: `host` is a mapped pinned allocation of this context.
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }
+                    .during("cuMemHostGetDevicePointer")?;
+                self.all
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(host as usize);
+                (host as usize, device)
+            }
+        };
+        Ok(StatusBlock {
+            host: host as *mut u32,
+            device,
+            kernels: Vec::new(),
+            pool: self.clone(),
+        })
+    }
+}
+
+impl Drop for BlockPool {
+    fn drop(&mut self) {
+        let Ok(_scope) = self.context.scoped() else {
+            return;
+        };
+        for host in self
+            .all
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            // SAFETY: each allocation came from cuMemHostAlloc and is freed once, after every
+            // block using it is gone (blocks hold the pool).
+            unsafe { sys::cuMemFreeHost(host as *mut std::ffi::c_void) };
+        }
+    }
+}
+
+/// The current status block of each stream.
+pub struct StatusBlocks {
+    pool: Arc<BlockPool>,
+    current: HashMap<StreamId, StatusBlock>,
+}
+
+impl StatusBlocks {
+    /// No blocks yet; one is taken per stream on its first checked launch.
     pub fn new(context: Arc<CudaContext>) -> Self {
         Self {
-            context,
-            rings: HashMap::new(),
+            pool: BlockPool::new(context),
+            current: HashMap::new(),
         }
     }
 
-    /// Whether `stream`'s ring has no free slot.
+    /// Whether `stream`'s current block has no free slot (detach it first).
     pub fn is_full(&self, stream: StreamId) -> bool {
-        self.rings
-            .get(&stream)
-            .is_some_and(|ring| ring.kernels.len() >= SLOTS)
+        self.current.get(&stream).is_some_and(StatusBlock::is_full)
     }
 
-    /// A slot for a checked launch of `kernel` on `stream` (`cu_stream`): the device address
-    /// of its counter. The ring must not be full (take a check first).
+    /// A counter for a checked launch of `kernel` on `stream`: its device address.
     ///
     /// # Errors
-    /// The driver's error when the ring can't be allocated.
-    pub fn slot(
-        &mut self,
-        stream: StreamId,
-        cu_stream: CUstream,
-        kernel: &str,
-    ) -> Result<u64, DriverFailure> {
-        if !self.rings.contains_key(&stream) {
-            self.context.bind()?;
-            let mut device: CUdeviceptr = 0;
-            // SAFETY: valid out pointer; the context is current.
-            unsafe { sys::cuMemAlloc_v2(&mut device, SLOTS * 4) }.during("cuMemAlloc")?;
-            // SAFETY: `device` holds SLOTS * 4 bytes.
-            unsafe { sys::cuMemsetD8Async(device, 0, SLOTS * 4, cu_stream) }
-                .during("cuMemsetD8Async")?;
-            self.rings.insert(
-                stream,
-                Ring {
-                    device,
-                    kernels: Vec::new(),
-                },
-            );
+    /// The driver's error when a block can't be allocated.
+    pub fn slot(&mut self, stream: StreamId, kernel: &Arc<str>) -> Result<u64, DriverFailure> {
+        if !self.current.contains_key(&stream) {
+            let block = self.pool.take()?;
+            self.current.insert(stream, block);
         }
-        let ring = self.rings.get_mut(&stream).ok_or(DriverFailure {
-            operation: "status ring",
-            error: cudarc::driver::result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
-        })?;
-        let slot = ring.kernels.len().min(SLOTS - 1);
-        if ring.kernels.len() < SLOTS {
-            ring.kernels.push(kernel.to_string());
-        }
-        Ok(ring.device + (slot as u64) * 4)
-    }
-
-    /// Copies `stream`'s used counters to pinned memory and zeroes them, in stream order.
-    /// `None` if no checked launch happened since the last check.
-    ///
-    /// # Errors
-    /// The driver's error, or no pinned memory.
-    pub fn take_check(
-        &mut self,
-        stream: StreamId,
-        cu_stream: CUstream,
-        pinned: &Arc<PinnedPool>,
-    ) -> Result<Option<StatusCheck>, ServerError> {
-        let Some(ring) = self.rings.get_mut(&stream) else {
-            return Ok(None);
-        };
-        if ring.kernels.is_empty() {
-            return Ok(None);
-        }
-        let used = ring.kernels.len();
-        let mut host = pinned.take(used * 4)?;
-        // SAFETY: `host` is pinned and holds `used * 4` bytes, kept alive by the check until
-        // the completion thread has seen the copy finish; the device range is the ring's.
-        unsafe {
-            sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), ring.device, used * 4, cu_stream)
-        }
-        .during("cuMemcpyDtoHAsync")?;
-        // SAFETY: zeroes the used part of the ring, after the copy in stream order.
-        unsafe { sys::cuMemsetD8Async(ring.device, 0, used * 4, cu_stream) }
-            .during("cuMemsetD8Async")?;
-        Ok(Some(StatusCheck {
-            host,
-            kernels: std::mem::take(&mut ring.kernels),
-            stream,
-        }))
-    }
-}
-
-impl StatusRings {
-    /// The kernel names of `stream`'s used slots, leaving the slots allocated (a graph keeps
-    /// them for every replay).
-    pub fn take_names(&mut self, stream: StreamId) -> Vec<String> {
-        self.rings
-            .get_mut(&stream)
-            .map(|ring| std::mem::take(&mut ring.kernels))
-            .unwrap_or_default()
-    }
-
-    /// Like [`Self::take_check`] for slots whose names the caller keeps (a graph's): copies
-    /// and zeroes `names.len()` slots of `ring_stream`, reporting on `report_stream`.
-    ///
-    /// # Errors
-    /// The driver's error, or no pinned memory.
-    pub fn check_names(
-        &mut self,
-        ring_stream: StreamId,
-        report_stream: StreamId,
-        cu_stream: CUstream,
-        names: &[String],
-        pinned: &Arc<PinnedPool>,
-    ) -> Result<Option<StatusCheck>, ServerError> {
-        let Some(ring) = self.rings.get(&ring_stream) else {
-            return Ok(None);
-        };
-        let used = names.len().min(SLOTS);
-        if used == 0 {
-            return Ok(None);
-        }
-        let mut host = pinned.take(used * 4)?;
-        // SAFETY: as in `take_check`.
-        unsafe {
-            sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), ring.device, used * 4, cu_stream)
-        }
-        .during("cuMemcpyDtoHAsync")?;
-        // SAFETY: as in `take_check`.
-        unsafe { sys::cuMemsetD8Async(ring.device, 0, used * 4, cu_stream) }
-            .during("cuMemsetD8Async")?;
-        Ok(Some(StatusCheck {
-            host,
-            kernels: names[..used].to_vec(),
-            stream: report_stream,
-        }))
-    }
-
-    /// Frees the ring of `stream`.
-    pub fn remove(&mut self, stream: StreamId) {
-        if let Some(ring) = self.rings.remove(&stream)
-            && self.context.bind().is_ok()
-        {
-            // SAFETY: the ring was allocated once by `slot` and is freed once.
-            unsafe { sys::cuMemFree_v2(ring.device) };
+        match self.current.get_mut(&stream) {
+            Some(block) => Ok(block.slot(kernel)),
+            None => Err(DriverFailure {
+                operation: "status block",
+                error: cudarc::driver::result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
+            }),
         }
     }
-}
 
-impl Drop for StatusRings {
-    fn drop(&mut self) {
-        if self.context.bind().is_err() {
-            return;
+    /// Detaches `stream`'s block, if any launch used it, for checking once the device has
+    /// passed the point the caller records next.
+    pub fn detach(&mut self, stream: StreamId) -> Option<StatusBlock> {
+        match self.current.remove(&stream) {
+            Some(block) if !block.is_empty() => Some(block),
+            Some(block) => {
+                self.current.insert(stream, block);
+                None
+            }
+            None => None,
         }
-        for ring in self.rings.values() {
-            // SAFETY: each ring was allocated once by `slot` and is freed once.
-            unsafe { sys::cuMemFree_v2(ring.device) };
-        }
+    }
+
+    /// Detaches the block of a captured graph (empty or not): the graph keeps it and checks
+    /// it after every replay.
+    pub fn detach_for_graph(&mut self, stream: StreamId) -> Option<StatusBlock> {
+        self.current.remove(&stream)
     }
 }

@@ -41,7 +41,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     let start = std::time::Instant::now();
-    let spin = crate::device_handle::spin::spinning_helps();
+    let spin = crate::device_handle::spinning_helps();
     loop {
         match future.as_mut().poll(&mut context) {
             Poll::Ready(value) => return value,

@@ -241,7 +241,10 @@ template <typename T, int OP> __device__ void binary(const cubert::Args& a) {
     }
 }
 
-// float add/mul with 16-byte accesses when the buffers allow it.
+// float add/mul with 16-byte accesses when the buffers allow it. Each thread issues the
+// loads of UNROLL float4 pairs before any store, so enough reads are in flight to saturate
+// HBM even with a capped grid.
+#define CUBERT_UNROLL 4
 template <int OP> __device__ void binary_f32(const cubert::Args& a) {
     u64 n = cubert::info(a, 0);
     const float* x = cubert::ptr<float>(a, 0);
@@ -257,15 +260,28 @@ template <int OP> __device__ void binary_f32(const cubert::Args& a) {
     const float4* x4 = reinterpret_cast<const float4*>(x);
     const float4* y4 = reinterpret_cast<const float4*>(y);
     float4* out4 = reinterpret_cast<float4*>(out);
-    for (u64 i = cubert::global_index_x(); i < quads; i += cubert::grid_stride_x()) {
-        float4 p = x4[i], q = y4[i], r;
-        r.x = apply<float, OP>(p.x, q.x);
-        r.y = apply<float, OP>(p.y, q.y);
-        r.z = apply<float, OP>(p.z, q.z);
-        r.w = apply<float, OP>(p.w, q.w);
-        out4[i] = r;
+    u64 stride = cubert::grid_stride_x();
+    for (u64 base = cubert::global_index_x(); base < quads; base += stride * CUBERT_UNROLL) {
+        float4 p[CUBERT_UNROLL], q[CUBERT_UNROLL];
+#pragma unroll
+        for (int k = 0; k < CUBERT_UNROLL; ++k) {
+            u64 i = base + (u64)k * stride;
+            if (i < quads) { p[k] = x4[i]; q[k] = y4[i]; }
+        }
+#pragma unroll
+        for (int k = 0; k < CUBERT_UNROLL; ++k) {
+            u64 i = base + (u64)k * stride;
+            if (i < quads) {
+                float4 r;
+                r.x = apply<float, OP>(p[k].x, q[k].x);
+                r.y = apply<float, OP>(p[k].y, q[k].y);
+                r.z = apply<float, OP>(p[k].z, q[k].z);
+                r.w = apply<float, OP>(p[k].w, q[k].w);
+                out4[i] = r;
+            }
+        }
     }
-    for (u64 i = quads * 4 + cubert::global_index_x(); i < n; i += cubert::grid_stride_x())
+    for (u64 i = quads * 4 + cubert::global_index_x(); i < n; i += stride)
         out[i] = apply<float, OP>(x[i], y[i]);
 }
 
@@ -281,8 +297,21 @@ __device__ void copy_f32(const cubert::Args& a) {
     u64 quads = n / 4;
     const float4* s4 = reinterpret_cast<const float4*>(src);
     float4* d4 = reinterpret_cast<float4*>(dst);
-    for (u64 i = cubert::global_index_x(); i < quads; i += cubert::grid_stride_x()) d4[i] = s4[i];
-    for (u64 i = quads * 4 + cubert::global_index_x(); i < n; i += cubert::grid_stride_x()) dst[i] = src[i];
+    u64 stride = cubert::grid_stride_x();
+    for (u64 base = cubert::global_index_x(); base < quads; base += stride * CUBERT_UNROLL) {
+        float4 v[CUBERT_UNROLL];
+#pragma unroll
+        for (int k = 0; k < CUBERT_UNROLL; ++k) {
+            u64 i = base + (u64)k * stride;
+            if (i < quads) v[k] = s4[i];
+        }
+#pragma unroll
+        for (int k = 0; k < CUBERT_UNROLL; ++k) {
+            u64 i = base + (u64)k * stride;
+            if (i < quads) d4[i] = v[k];
+        }
+    }
+    for (u64 i = quads * 4 + cubert::global_index_x(); i < n; i += stride) dst[i] = src[i];
 }
 
 // ---- row sums: one block per row, grid-stride over rows ---------------------------------

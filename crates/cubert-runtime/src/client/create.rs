@@ -243,8 +243,31 @@ impl<R: Runtime> ComputeClient<R> {
     /// [`IoError::InvalidArgument`] for 0 bytes, [`IoError::BufferTooBig`] if it can never
     /// fit.
     pub fn empty(&self, size: usize) -> Result<Handle, IoError> {
-        let layouts = self.do_empty(&[MemoryLayoutDescriptor::contiguous([size], 1)])?;
-        Self::single(layouts).map(|layout| layout.memory)
+        // The layout of one contiguous buffer is trivial: mint the handle directly (this is
+        // the allocation hot path of tensor libraries).
+        if size == 0 {
+            return Err(IoError::invalid(
+                "shape [0] has no elements; every allocation needs at least one byte",
+            ));
+        }
+        let max = self.utilities.properties.memory.max_allocation_size;
+        if size as u64 > max {
+            return Err(IoError::BufferTooBig {
+                size: size as u64,
+                max,
+                backtrace: crate::backtrace::BackTrace::capture(),
+            });
+        }
+        let stream = self.stream_id();
+        let handle = self
+            .utilities
+            .layout_policy
+            .handles()
+            .mint(stream, size as u64);
+        let base = handle.clone();
+        self.device
+            .submit(move |server| server.initialize_memory(base, size as u64, stream));
+        Ok(handle)
     }
 
     /// Reserves an uninitialized tensor; see [`Self::create_tensor`] for the layout.

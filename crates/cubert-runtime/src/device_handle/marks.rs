@@ -4,10 +4,12 @@
 //! server lock), and *owns* a device while it runs an `exclusive` section. Calls made from
 //! inside either are re-entrant and must not go through the queue or the lock again.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 thread_local! {
-    static BORROWED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The device whose task this thread runs (0: none). One level is enough: a task of one
+    /// device never runs a task of another device on the same thread.
+    static BORROWED: Cell<u64> = const { Cell::new(0) };
     static OWNED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -30,7 +32,7 @@ fn remove(set: &'static std::thread::LocalKey<RefCell<Vec<u64>>>, key: u64) {
 
 /// Whether this thread is running a server task of device `key`.
 pub fn is_borrowed(key: u64) -> bool {
-    contains(&BORROWED, key)
+    BORROWED.with(Cell::get) == key
 }
 
 /// Whether this thread is in an exclusive section of device `key`.
@@ -38,20 +40,20 @@ pub fn is_owned(key: u64) -> bool {
     contains(&OWNED, key)
 }
 
-/// Marks the current thread as running a server task of `key` until dropped.
+/// Marks the current thread as running a server task of `key` until dropped (restoring the
+/// previous mark, if tasks nest).
 pub struct BorrowMark(u64);
 
 impl BorrowMark {
     /// Sets the mark.
     pub fn new(key: u64) -> Self {
-        push(&BORROWED, key);
-        Self(key)
+        Self(BORROWED.with(|cell| cell.replace(key)))
     }
 }
 
 impl Drop for BorrowMark {
     fn drop(&mut self) {
-        remove(&BORROWED, self.0);
+        BORROWED.with(|cell| cell.set(self.0));
     }
 }
 

@@ -22,7 +22,7 @@
 mod gate;
 mod marks;
 mod registry;
-pub(crate) mod spin;
+mod spin;
 
 pub use crate::config::DeviceHandleMode;
 
@@ -31,11 +31,11 @@ use crate::error::ServerError;
 use crate::server::{ComputeServer, ServerUtilities};
 use gate::ReentrantGate;
 use marks::{BorrowMark, OwnMark, is_borrowed, is_owned};
-use spin::recv_spinning;
+
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -85,6 +85,7 @@ struct Core<S> {
     device_id: DeviceId,
     server: Mutex<S>,
     deferred: Mutex<VecDeque<Task<S>>>,
+    has_deferred: AtomicBool,
     async_errors: Mutex<Vec<ServerError>>,
 }
 
@@ -131,6 +132,27 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl<S> Core<S> {
+    /// The next task submitted from inside a running task, if any (a flag check when none).
+    fn next_deferred(&self) -> Option<Task<S>> {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = deferred.pop_front();
+        if deferred.is_empty() {
+            self.has_deferred.store(false, Ordering::Release);
+        }
+        next
+    }
+
+    fn defer(&self, task: Task<S>) {
+        self.deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(task);
+        self.has_deferred.store(true, Ordering::Release);
+    }
+
     fn push_error(&self, error: ServerError) {
         self.async_errors
             .lock()
@@ -154,11 +176,7 @@ impl<S> Core<S> {
                     )));
                 }
             }
-            next = self
-                .deferred
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
+            next = self.next_deferred();
         }
     }
 
@@ -170,12 +188,7 @@ impl<S> Core<S> {
             catch_unwind(AssertUnwindSafe(|| task(&mut server)))
                 .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())))
         };
-        let deferred = self
-            .deferred
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front();
-        if let Some(task) = deferred {
+        if let Some(task) = self.next_deferred() {
             self.run(task);
         }
         result
@@ -215,6 +228,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
             device_id,
             server: Mutex::new(server),
             deferred: Mutex::new(VecDeque::new()),
+            has_deferred: AtomicBool::new(false),
             async_errors: Mutex::new(Vec::new()),
         });
         let sender = match mode {
@@ -275,10 +289,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
     pub fn submit(&self, task: impl FnOnce(&mut S) + Send + 'static) {
         let core = &self.inner.core;
         if is_borrowed(core.key) {
-            core.deferred
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push_back(Box::new(task));
+            core.defer(Box::new(task));
             return;
         }
         if is_owned(core.key) {
@@ -414,3 +425,4 @@ fn server_device_id<S: ComputeServer>(server: &S) -> DeviceId {
 }
 
 pub use registry::{get_or_init_device, register_device};
+pub use spin::{SPIN, recv_spinning, spinning_helps};

@@ -13,11 +13,20 @@
 //!
 //! Exact-only pools (the persistent pool) reuse only blocks of exactly the requested size and
 //! never split or merge.
+//!
+//! Fast path: a freed block with at most one stream point is *parked* — kept aside under its
+//! size and stream, neither indexed nor merged — and a later request of the same rounded size
+//! on that stream (or on any stream, for a block with no point) takes it back in O(1). Parked
+//! blocks are merged and indexed only when a request can't be served otherwise, before any
+//! new segment is allocated and before segments are given back, so they never cause a
+//! device allocation or keep a segment alive that coalescing would have freed.
 
+use super::manager::IdHasher;
 use super::ordering::{StreamOrdering, StreamPoint};
 use crate::storage::StorageId;
 use crate::stream::StreamId;
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasherDefault;
 
 /// How many pending blocks a request inspects before giving up on them.
 const PENDING_SCAN_LIMIT: usize = 64;
@@ -87,6 +96,7 @@ pub struct PoolPolicy {
 enum BlockState {
     Used { requested: u64 },
     Free { points: Vec<StreamPoint> },
+    Parked,
 }
 
 #[derive(Debug)]
@@ -105,6 +115,12 @@ struct Segment {
 }
 
 type FreeKey = (u64, u32, u64);
+
+/// Stream key of parked blocks without a point.
+const ANY_STREAM: u64 = u64::MAX;
+
+/// A parked block: segment, offset, and its stream points (at most one).
+type ParkedBlock = (u32, u64, Vec<StreamPoint>);
 
 /// Where a taken block lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +165,8 @@ pub struct BlockPool {
     free_slots: Vec<u32>,
     neutral: BTreeSet<FreeKey>,
     pending: BTreeSet<FreeKey>,
+    parked: std::collections::HashMap<(u64, u64), Vec<ParkedBlock>, BuildHasherDefault<IdHasher>>,
+    parked_blocks: u64,
     stats: PoolStats,
 }
 
@@ -161,6 +179,8 @@ impl BlockPool {
             free_slots: Vec::new(),
             neutral: BTreeSet::new(),
             pending: BTreeSet::new(),
+            parked: std::collections::HashMap::default(),
+            parked_blocks: 0,
             stats: PoolStats::default(),
         }
     }
@@ -177,14 +197,63 @@ impl BlockPool {
 
     /// Number of cached free blocks and the largest one.
     pub fn free_blocks(&self) -> (u64, u64) {
-        let count = (self.neutral.len() + self.pending.len()) as u64;
+        let count = (self.neutral.len() + self.pending.len()) as u64 + self.parked_blocks;
+        let largest_parked = self
+            .parked
+            .iter()
+            .filter(|(_, blocks)| !blocks.is_empty())
+            .map(|((size, _), _)| *size)
+            .max();
         let largest = self
             .neutral
             .last()
             .map(|k| k.0)
             .max(self.pending.last().map(|k| k.0))
+            .max(largest_parked)
             .unwrap_or(0);
         (count, largest)
+    }
+
+    /// Takes a parked block of exactly `size` bytes that `stream` may use at once.
+    fn take_parked(
+        &mut self,
+        size: u64,
+        stream: StreamId,
+        requested: u64,
+        tick: u64,
+    ) -> Option<Taken> {
+        let (segment_index, offset) = [stream.value, ANY_STREAM].into_iter().find_map(|key| {
+            let blocks = self.parked.get_mut(&(size, key))?;
+            let (segment, offset, _) = blocks.pop()?;
+            Some((segment, offset))
+        })?;
+        self.parked_blocks -= 1;
+        let segment = self.segments.get_mut(segment_index as usize)?.as_mut()?;
+        let block = segment.blocks.get_mut(&offset)?;
+        block.state = BlockState::Used { requested };
+        let block_size = block.size;
+        segment.used_blocks += 1;
+        segment.touched = tick;
+        self.stats.allocations += 1;
+        self.stats.bytes_in_use += requested;
+        self.stats.bytes_padding += block_size - requested;
+        Some(Taken {
+            segment: segment_index,
+            offset,
+            block_size,
+        })
+    }
+
+    /// Merges and indexes every parked block.
+    fn flush_parked(&mut self) {
+        if self.parked_blocks == 0 {
+            return;
+        }
+        let parked = std::mem::take(&mut self.parked);
+        self.parked_blocks = 0;
+        for (segment, offset, points) in parked.into_values().flatten() {
+            self.index_free(segment, offset, points);
+        }
     }
 
     fn fits(&self, block_size: u64, size: u64) -> bool {
@@ -198,6 +267,29 @@ impl BlockPool {
     /// Takes a cached block of at least `size` bytes for `stream`, waiting for pending points
     /// through `ordering` if that's the only way. `requested` is the caller's unrounded size.
     pub fn reserve_cached(
+        &mut self,
+        size: u64,
+        requested: u64,
+        stream: StreamId,
+        ordering: &mut dyn StreamOrdering,
+        tick: u64,
+    ) -> Option<Taken> {
+        if !self.policy.exact_only
+            && let Some(taken) = self.take_parked(size, stream, requested, tick)
+        {
+            return Some(taken);
+        }
+        if let Some(taken) = self.reserve_indexed(size, requested, stream, ordering, tick) {
+            return Some(taken);
+        }
+        if self.parked_blocks == 0 {
+            return None;
+        }
+        self.flush_parked();
+        self.reserve_indexed(size, requested, stream, ordering, tick)
+    }
+
+    fn reserve_indexed(
         &mut self,
         size: u64,
         requested: u64,
@@ -257,7 +349,7 @@ impl BlockPool {
         self.block(key)
             .map(|block| match &block.state {
                 BlockState::Free { points } => points.clone(),
-                BlockState::Used { .. } => Vec::new(),
+                BlockState::Used { .. } | BlockState::Parked => Vec::new(),
             })
             .unwrap_or_default()
     }
@@ -311,7 +403,7 @@ impl BlockPool {
                 let points =
                     match std::mem::replace(&mut block.state, BlockState::Used { requested }) {
                         BlockState::Free { points } => points,
-                        BlockState::Used { .. } => Vec::new(),
+                        BlockState::Used { .. } | BlockState::Parked => Vec::new(),
                     };
                 if !exact_only && remainder >= min_split.max(1) {
                     block.size = size;
@@ -418,12 +510,36 @@ impl BlockPool {
         let BlockState::Used { requested } = block.state else {
             return false;
         };
-        let mut size = block.size;
+        let size = block.size;
         self.stats.allocations -= 1;
         self.stats.bytes_in_use -= requested;
         self.stats.bytes_padding -= size - requested;
         segment.used_blocks -= 1;
         segment.touched = tick;
+        if !exact_only && points.len() <= 1 {
+            block.state = BlockState::Parked;
+            let key = points.first().map_or(ANY_STREAM, |p| p.stream.value);
+            self.parked
+                .entry((size, key))
+                .or_default()
+                .push((segment_index, offset, points));
+            self.parked_blocks += 1;
+            return true;
+        }
+        self.index_free(segment_index, offset, points);
+        true
+    }
+
+    /// Marks the block at `offset` free: merges it with free neighbours (unless the pool is
+    /// exact-only) and indexes the result.
+    fn index_free(&mut self, segment_index: u32, offset: u64, points: Vec<StreamPoint>) {
+        let exact_only = self.policy.exact_only;
+        let Some(Some(segment)) = self.segments.get_mut(segment_index as usize) else {
+            return;
+        };
+        let Some(mut size) = segment.blocks.get(&offset).map(|block| block.size) else {
+            return;
+        };
         let mut start = offset;
         let mut points = points;
         if !exact_only {
@@ -471,7 +587,6 @@ impl BlockPool {
         } else {
             self.pending.insert(key);
         }
-        true
     }
 
     /// Gives back every segment with no used block whose points are complete and for which
@@ -481,6 +596,7 @@ impl BlockPool {
         ordering: &mut dyn StreamOrdering,
         keep: impl Fn(u64) -> bool,
     ) -> Vec<ReleasedSegment> {
+        self.flush_parked();
         let mut released = Vec::new();
         for index in 0..self.segments.len() {
             let Some(segment) = &mut self.segments[index] else {
@@ -556,7 +672,8 @@ mod tests {
         pool.free(b.segment, b.offset, Vec::new(), 0);
         pool.free(a.segment, a.offset, Vec::new(), 0);
         pool.free(c.segment, c.offset, Vec::new(), 0);
-        assert_eq!(pool.free_blocks(), (1, 2 * MIB));
+        // Three parked blocks and the tail; giving segments back merges them first.
+        assert_eq!(pool.free_blocks().0, 4);
         let released = pool.release_segments(&mut HostOrdering, |_| false);
         assert_eq!(
             released,
@@ -566,6 +683,52 @@ mod tests {
             }]
         );
         assert_eq!(pool.stats(), PoolStats::default());
+    }
+
+    #[test]
+    fn freed_block_is_parked_and_reused_by_the_same_size() {
+        let mut pool = pool();
+        let stream = StreamId::new(0);
+        let a = pool.reserve_in_new_segment(StorageId(1), 2 * MIB, 4096, 4096, 0);
+        pool.free(a.segment, a.offset, Vec::new(), 0);
+        let again = pool.reserve_cached(4096, 4000, stream, &mut HostOrdering, 0);
+        assert_eq!(again, Some(a));
+        assert_eq!(pool.stats().bytes_padding, 96);
+    }
+
+    #[test]
+    fn parked_blocks_merge_before_a_larger_request_fails() {
+        let mut pool = pool();
+        let stream = StreamId::new(0);
+        // Fill the whole segment with two halves, free both: only merged do they fit 2 MiB.
+        let a = pool.reserve_in_new_segment(StorageId(1), 2 * MIB, MIB, MIB, 0);
+        let b = pool
+            .reserve_cached(MIB, MIB, stream, &mut HostOrdering, 0)
+            .unwrap();
+        pool.free(a.segment, a.offset, Vec::new(), 0);
+        pool.free(b.segment, b.offset, Vec::new(), 0);
+        let whole = pool.reserve_cached(2 * MIB, 2 * MIB, stream, &mut HostOrdering, 0);
+        assert_eq!(whole.map(|t| (t.offset, t.block_size)), Some((0, 2 * MIB)));
+    }
+
+    #[test]
+    fn parked_block_of_another_stream_is_not_taken_on_the_fast_path() {
+        let mut pool = pool();
+        let (a_stream, b_stream) = (StreamId::new(1), StreamId::new(2));
+        let taken = pool.reserve_in_new_segment(StorageId(1), 2 * MIB, 2 * MIB, 2 * MIB, 0);
+        let point = StreamPoint {
+            stream: a_stream,
+            seq: 3,
+        };
+        pool.free(taken.segment, taken.offset, vec![point], 0);
+        let mut ordering = ManualOrdering {
+            complete: false,
+            waits: Vec::new(),
+        };
+        // Stream B gets it only through the indexed path, waiting on the device for A.
+        let again = pool.reserve_cached(2 * MIB, 2 * MIB, b_stream, &mut ordering, 0);
+        assert_eq!(again, Some(taken));
+        assert_eq!(ordering.waits, vec![(b_stream, point)]);
     }
 
     #[test]

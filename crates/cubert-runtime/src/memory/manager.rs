@@ -99,21 +99,30 @@ pub struct SliceInfo {
     pub stream: StreamId,
 }
 
-/// Hashes memory ids (sequential integers) with a multiplicative mix.
+/// A fast hasher for the allocator's integer keys (memory ids, sizes, stream values): the
+/// Fx multiply-rotate mix. Not resistant to adversarial keys, which these maps never see.
 #[derive(Default)]
 pub struct IdHasher(u64);
+
+impl IdHasher {
+    fn add(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
     }
     fn write_u64(&mut self, value: u64) {
-        self.0 = (value ^ (value >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.add(value);
     }
 }
 
@@ -283,10 +292,13 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 (kind, taken)
             }
             MemoryAllocationMode::Auto => {
-                match self
-                    .persistent
-                    .reserve_cached(rounded, size, stream, ordering, tick)
-                {
+                let cached_persistent = if self.persistent.free_blocks().0 > 0 {
+                    self.persistent
+                        .reserve_cached(rounded, size, stream, ordering, tick)
+                } else {
+                    None
+                };
+                match cached_persistent {
                     Some(taken) => (PoolKind::Persistent, taken),
                     None => {
                         let kind = if rounded <= self.options.small_max_request {

@@ -38,6 +38,9 @@ pub struct ModeTable {
 impl ModeTable {
     /// The mode new allocations on `stream` use.
     pub fn current(&self, stream: StreamId) -> MemoryAllocationMode {
+        if self.streams.is_empty() {
+            return MemoryAllocationMode::Auto;
+        }
         match self.streams.get(&stream) {
             Some(modes) => modes.windows.last().copied().unwrap_or(modes.base),
             None => MemoryAllocationMode::Auto,
