@@ -17,6 +17,7 @@
 //! rounding = 512
 //! small_segment = "2 MiB"
 //! idle_release_ms = 10000      # 0 keeps free segments forever
+//! compact_before_growth = true # give free segments back before allocating new ones
 //!
 //! [cpu]
 //! devices = 1                  # virtual CPU devices

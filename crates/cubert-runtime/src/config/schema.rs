@@ -57,6 +57,8 @@ pub struct MemoryConfig {
     pub large_min_split: u64,
     /// Free segments idle this many milliseconds are released; 0 never releases them.
     pub idle_release_ms: u64,
+    /// Give cached free segments back before growing (see `MemoryOptions`).
+    pub compact_before_growth: bool,
 }
 
 impl Default for MemoryConfig {
@@ -74,6 +76,7 @@ impl Default for MemoryConfig {
                 .idle_release
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
+            compact_before_growth: options.compact_before_growth,
         }
     }
 }
@@ -91,6 +94,7 @@ impl MemoryConfig {
             large_min_split: self.large_min_split.max(1),
             idle_release: (self.idle_release_ms > 0)
                 .then(|| Duration::from_millis(self.idle_release_ms)),
+            compact_before_growth: self.compact_before_growth,
         }
     }
 }
@@ -340,6 +344,9 @@ impl CubertConfig {
             ("memory", "large_round") => self.memory.large_round = positive_bytes(value)?,
             ("memory", "large_min_split") => self.memory.large_min_split = positive_bytes(value)?,
             ("memory", "idle_release_ms") => self.memory.idle_release_ms = integer(value)?,
+            ("memory", "compact_before_growth") => {
+                self.memory.compact_before_growth = boolean(value)?
+            }
             ("cpu", "devices") => {
                 let devices = integer(value)?;
                 if !(1..=64).contains(&devices) {

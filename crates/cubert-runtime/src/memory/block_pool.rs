@@ -90,6 +90,11 @@ pub struct PoolPolicy {
     pub min_split: u64,
     /// Reuse only blocks of exactly the requested size; never split or merge.
     pub exact_only: bool,
+    /// Leave a cached free block alone when serving the request from it would strand more
+    /// than this fraction of the request (and more than `min_split`) as a split-off
+    /// remainder; `None` always splits. Only useful when the manager gives entirely free
+    /// segments back before growing, so a refused block is released, not kept.
+    pub max_split_waste: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -258,9 +263,17 @@ impl BlockPool {
 
     fn fits(&self, block_size: u64, size: u64) -> bool {
         if self.policy.exact_only {
-            block_size == size
-        } else {
-            block_size >= size
+            return block_size == size;
+        }
+        if block_size < size {
+            return false;
+        }
+        match self.policy.max_split_waste {
+            Some(fraction) => {
+                let allowed = self.policy.min_split.max((fraction * size as f64) as u64);
+                block_size - size <= allowed
+            }
+            None => true,
         }
     }
 
@@ -653,6 +666,7 @@ mod tests {
             segments: SegmentRule::Fixed(2 * MIB),
             min_split: 512,
             exact_only: false,
+            max_split_waste: None,
         })
     }
 
@@ -729,6 +743,30 @@ mod tests {
         let again = pool.reserve_cached(2 * MIB, 2 * MIB, b_stream, &mut ordering, 0);
         assert_eq!(again, Some(taken));
         assert_eq!(ordering.waits, vec![(b_stream, point)]);
+    }
+
+    #[test]
+    fn split_waste_limit_leaves_big_blocks_for_big_requests() {
+        let mut pool = BlockPool::new(PoolPolicy {
+            name: "large",
+            segments: SegmentRule::Fixed(64 * MIB),
+            min_split: MIB,
+            exact_only: false,
+            max_split_waste: Some(0.5),
+        });
+        let stream = StreamId::new(0);
+        let big = pool.reserve_in_new_segment(StorageId(1), 64 * MIB, 64 * MIB, 64 * MIB, 0);
+        pool.free(big.segment, big.offset, Vec::new(), 0);
+        // 4 MiB out of a free 64 MiB block would strand 60 MiB: refused.
+        assert!(
+            pool.reserve_cached(4 * MIB, 4 * MIB, stream, &mut HostOrdering, 0)
+                .is_none()
+        );
+        // 48 MiB leaves 16 MiB, within half of the request: taken.
+        assert!(
+            pool.reserve_cached(48 * MIB, 48 * MIB, stream, &mut HostOrdering, 0)
+                .is_some()
+        );
     }
 
     #[test]
@@ -836,6 +874,7 @@ mod tests {
             segments: SegmentRule::Exact,
             min_split: u64::MAX,
             exact_only: true,
+            max_split_waste: None,
         });
         let stream = StreamId::new(0);
         let taken = pool.reserve_in_new_segment(StorageId(1), 4096, 4096, 4000, 0);
