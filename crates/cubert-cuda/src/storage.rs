@@ -3,13 +3,18 @@
 //! The memory manager above pools these allocations, so in steady state no driver
 //! allocation happens. Out of memory is returned as `IoError::OutOfMemory` with the
 //! requested size and the device's free memory.
+//!
+//! The storage is also a [`PageMapper`] over the driver's virtual memory management
+//! (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`): with
+//! `[memory] paged = true` the memory manager backs large allocations with individually
+//! mapped 2 MiB pages, so fragmentation can't strand physical memory.
 
 use crate::context::CudaContext;
 use crate::driver::Context as _;
 use cubert_runtime::IoError;
-use cubert_runtime::storage::{ComputeStorage, StorageHandle, StorageId};
+use cubert_runtime::storage::{ComputeStorage, PageId, PageMapper, StorageHandle, StorageId};
 use cudarc::driver::sys::{self, CUdeviceptr};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A range of device memory: what a kernel argument or a copy points to.
@@ -25,6 +30,9 @@ pub struct CudaResource {
 pub struct CudaStorage {
     context: Arc<CudaContext>,
     allocations: HashMap<StorageId, (CUdeviceptr, u64)>,
+    ranges: HashMap<StorageId, (CUdeviceptr, u64)>,
+    pages: HashSet<u64>,
+    granularity: Option<u64>,
     next_id: u64,
 }
 
@@ -34,8 +42,52 @@ impl CudaStorage {
         Self {
             context,
             allocations: HashMap::new(),
+            ranges: HashMap::new(),
+            pages: HashSet::new(),
+            granularity: None,
             next_id: 0,
         }
+    }
+
+    fn next_id(&mut self) -> StorageId {
+        self.next_id += 1;
+        StorageId(self.next_id)
+    }
+
+    fn properties(&self) -> sys::CUmemAllocationProp {
+        // SAFETY: CUmemAllocationProp is a plain C struct; all-zero is a valid starting
+        // value (no handle types, no flags) before the fields below are set.
+        let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+        prop.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = self.context.ordinal() as i32;
+        prop
+    }
+
+    /// The device's page (allocation granularity) for mapped memory, or `None` if the
+    /// driver can't say.
+    fn granularity(&mut self) -> Option<u64> {
+        if self.granularity.is_none() {
+            let prop = self.properties();
+            let mut granularity = 0usize;
+            self.context.bind().ok()?;
+            // SAFETY: valid out pointer and property struct.
+            let status = unsafe {
+                sys::cuMemGetAllocationGranularity(
+                    &mut granularity,
+                    &prop,
+                    sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+                )
+            };
+            if status == sys::CUresult::CUDA_SUCCESS && granularity > 0 {
+                self.granularity = Some(granularity as u64);
+            }
+        }
+        self.granularity
+    }
+
+    fn failed(&self, failure: crate::driver::DriverFailure, size: u64) -> IoError {
+        failure.into_io_error(size)
     }
 }
 
@@ -77,7 +129,10 @@ impl ComputeStorage for CudaStorage {
     }
 
     fn get(&mut self, handle: &StorageHandle) -> Option<CudaResource> {
-        let (ptr, size) = *self.allocations.get(&handle.id)?;
+        let (ptr, size) = *self
+            .allocations
+            .get(&handle.id)
+            .or_else(|| self.ranges.get(&handle.id))?;
         let end = handle.offset.checked_add(handle.size)?;
         (end <= size).then_some(CudaResource {
             ptr: ptr + handle.offset,
@@ -91,6 +146,113 @@ impl ComputeStorage for CudaStorage {
             .ok()
             .map(|(free, _)| free as u64)
     }
+
+    fn pager(&mut self) -> Option<&mut dyn PageMapper> {
+        self.granularity()?;
+        Some(self)
+    }
+}
+
+impl PageMapper for CudaStorage {
+    fn page_size(&self) -> u64 {
+        self.granularity.unwrap_or(2 << 20)
+    }
+
+    fn reserve_range(&mut self, size: u64) -> Result<StorageId, IoError> {
+        self.context
+            .bind()
+            .map_err(|failure| self.failed(failure, size))?;
+        let mut ptr: CUdeviceptr = 0;
+        // SAFETY: valid out pointer; no fixed address requested.
+        unsafe { sys::cuMemAddressReserve(&mut ptr, size as usize, 0, 0, 0) }
+            .during("cuMemAddressReserve")
+            .map_err(|failure| self.failed(failure, size))?;
+        let id = self.next_id();
+        self.ranges.insert(id, (ptr, size));
+        Ok(id)
+    }
+
+    fn free_range(&mut self, range: StorageId) {
+        if let Some((ptr, size)) = self.ranges.remove(&range)
+            && self.context.bind().is_ok()
+        {
+            // SAFETY: the range was reserved by `reserve_range` and is freed once, unmapped.
+            unsafe { sys::cuMemAddressFree(ptr, size as usize) };
+        }
+    }
+
+    fn create_page(&mut self) -> Result<PageId, IoError> {
+        let size = self.page_size();
+        self.context
+            .bind()
+            .map_err(|failure| self.failed(failure, size))?;
+        let prop = self.properties();
+        let mut handle: sys::CUmemGenericAllocationHandle = 0;
+        // SAFETY: valid out pointer and property struct; `size` is the granularity.
+        unsafe { sys::cuMemCreate(&mut handle, size as usize, &prop, 0) }
+            .during("cuMemCreate")
+            .map_err(|failure| self.failed(failure, size))?;
+        self.pages.insert(handle);
+        Ok(PageId(handle))
+    }
+
+    fn release_page(&mut self, page: PageId) {
+        if self.pages.remove(&page.0) && self.context.bind().is_ok() {
+            // SAFETY: the page was created by `create_page` and is released once, unmapped.
+            unsafe { sys::cuMemRelease(page.0) };
+        }
+    }
+
+    fn map(&mut self, range: StorageId, offset: u64, page: PageId) -> Result<(), IoError> {
+        let size = self.page_size();
+        let (ptr, range_size) = *self
+            .ranges
+            .get(&range)
+            .ok_or_else(|| IoError::not_found("unknown address range"))?;
+        if offset + size > range_size {
+            return Err(IoError::invalid("a page mapped past the end of its range"));
+        }
+        // SAFETY: the page and the range belong to this context; the page-sized slot at
+        // `offset` is inside the range and unmapped.
+        unsafe { sys::cuMemMap(ptr + offset, size as usize, 0, page.0, 0) }
+            .during("cuMemMap")
+            .map_err(|failure| self.failed(failure, size))
+    }
+
+    fn grant_access(&mut self, range: StorageId, size: u64) -> Result<(), IoError> {
+        let (ptr, _) = *self
+            .ranges
+            .get(&range)
+            .ok_or_else(|| IoError::not_found("unknown address range"))?;
+        // SAFETY: CUmemAccessDesc is a plain C struct; all-zero is valid before the fields
+        // below are set.
+        let mut access: sys::CUmemAccessDesc = unsafe { std::mem::zeroed() };
+        access.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        access.location.id = self.context.ordinal() as i32;
+        access.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        // One call per mapped page: each page is its own physical allocation.
+        let page = self.page_size();
+        for offset in (0..size).step_by(page as usize) {
+            // SAFETY: the page at `offset` of the range is mapped.
+            unsafe { sys::cuMemSetAccess(ptr + offset, page as usize, &access, 1) }
+                .during("cuMemSetAccess")
+                .map_err(|failure| self.failed(failure, size))?;
+        }
+        Ok(())
+    }
+
+    fn unmap(&mut self, range: StorageId, size: u64) {
+        if let Some((ptr, _)) = self.ranges.get(&range).copied()
+            && self.context.bind().is_ok()
+        {
+            let page = self.page_size();
+            for offset in (0..size).step_by(page as usize) {
+                // SAFETY: the page at `offset` is mapped and no work uses it (the paged pool
+                // unmaps only blocks whose stream points are complete).
+                unsafe { sys::cuMemUnmap(ptr + offset, page as usize) };
+            }
+        }
+    }
 }
 
 impl Drop for CudaStorage {
@@ -101,6 +263,21 @@ impl Drop for CudaStorage {
         for (ptr, _) in self.allocations.values() {
             // SAFETY: each pointer came from cuMemAlloc in this context and is freed once.
             unsafe { sys::cuMemFree_v2(*ptr) };
+        }
+        let page = self.page_size() as usize;
+        for (ptr, size) in self.ranges.values() {
+            for offset in (0..*size as usize).step_by(page) {
+                // SAFETY: pages of a range reserved by this storage; unmapping one that is
+                // not mapped fails harmlessly; the context is idle (the server synchronized
+                // it before dropping its fields).
+                unsafe { sys::cuMemUnmap(*ptr + offset as u64, page) };
+            }
+            // SAFETY: the range was reserved by this storage and is freed once, unmapped.
+            unsafe { sys::cuMemAddressFree(*ptr, *size as usize) };
+        }
+        for page in self.pages.drain() {
+            // SAFETY: pages created by this storage, unmapped above, released once.
+            unsafe { sys::cuMemRelease(page) };
         }
     }
 }

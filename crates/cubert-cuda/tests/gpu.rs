@@ -481,3 +481,61 @@ fn allocation_larger_than_the_device_is_buffer_too_big_and_memory_limit_gives_ou
     let third = limited.create(Bytes::from_slice(&[5u8; 1 << 20])).unwrap();
     assert_eq!(limited.read_one(third).unwrap()[..4], [5, 5, 5, 5]);
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn paged_memory_backs_large_buffers_and_recycles_pages() {
+    let mut config = CubertConfig::default();
+    config.memory.paged = true;
+    let client = client_with(&config);
+    let mib = 1usize << 20;
+    let a_data = values(16 * mib, 11);
+    let b_data = values(4 * mib, 12);
+    let a = client.create(Bytes::from_slice(&a_data)).unwrap();
+    let b = client.create(Bytes::from_slice(&b_data)).unwrap();
+    let sum = client.empty(4 * mib * 4).unwrap();
+    ops::add(&client, &b, &b, &sum, 4 * mib, ElemType::F32).unwrap();
+    let doubled: Vec<f32> = b_data.iter().map(|v| v + v).collect();
+    assert_eq!(
+        client.read_one(sum.clone()).unwrap().to_elems::<f32>(),
+        doubled
+    );
+    let report = client.memory_report().unwrap();
+    let paged = report
+        .pools
+        .iter()
+        .find(|p| p.name == "paged")
+        .expect("a paged pool");
+    assert_eq!(paged.allocations, 3);
+    // 64 MiB + 16 MiB + 16 MiB, in 2 MiB pages.
+    assert_eq!(paged.bytes_reserved, 96 << 20);
+    drop(a);
+    client.sync().unwrap();
+    // A different size reuses the freed block's pages instead of creating new ones.
+    let c_data = values(10 * mib, 13);
+    let c = client.create(Bytes::from_slice(&c_data)).unwrap();
+    assert_eq!(
+        client.read_one(c.clone()).unwrap().to_elems::<f32>(),
+        c_data
+    );
+    assert_eq!(
+        client.read_one(b.clone()).unwrap().to_elems::<f32>(),
+        b_data
+    );
+    let reserved = client
+        .memory_report()
+        .unwrap()
+        .pools
+        .iter()
+        .find(|p| p.name == "paged")
+        .unwrap()
+        .bytes_reserved;
+    assert!(
+        reserved <= 96 << 20,
+        "pages were created instead of reused: {reserved}"
+    );
+    drop((b, c, sum));
+    client.memory_cleanup();
+    let usage = client.memory_usage().unwrap();
+    assert_eq!(usage.bytes_reserved, 0, "{usage:?}");
+}

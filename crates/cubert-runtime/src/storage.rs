@@ -64,6 +64,60 @@ pub trait ComputeStorage: Send {
 
     /// Completes deferred deallocations, if the storage defers them.
     fn flush(&mut self) {}
+
+    /// The storage's page mapper, if it can back address ranges with individually mapped
+    /// physical pages (CUDA virtual memory management). The memory manager then serves
+    /// large requests from a paged pool.
+    fn pager(&mut self) -> Option<&mut dyn PageMapper> {
+        None
+    }
+}
+
+/// A physical page of a [`PageMapper`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct PageId(pub u64);
+
+/// Maps physical pages into reserved address ranges (virtual memory management).
+///
+/// An address range is a [`StorageId`] of its storage: once pages are mapped over it and
+/// access is granted, `ComputeStorage::get` resolves ranges inside it like any allocation.
+pub trait PageMapper {
+    /// Size of one page in bytes (every range and mapping is a whole number of pages).
+    fn page_size(&self) -> u64;
+
+    /// Reserves an address range of `size` bytes with nothing mapped.
+    ///
+    /// # Errors
+    /// The driver's refusal.
+    fn reserve_range(&mut self, size: u64) -> Result<StorageId, IoError>;
+
+    /// Frees an address range (its pages must be unmapped first).
+    fn free_range(&mut self, range: StorageId);
+
+    /// Allocates one physical page.
+    ///
+    /// # Errors
+    /// [`IoError::OutOfMemory`] when the device has no room.
+    fn create_page(&mut self) -> Result<PageId, IoError>;
+
+    /// Frees a physical page (it must not be mapped).
+    fn release_page(&mut self, page: PageId);
+
+    /// Maps `page` at `offset` bytes into `range`.
+    ///
+    /// # Errors
+    /// The driver's refusal.
+    fn map(&mut self, range: StorageId, offset: u64, page: PageId) -> Result<(), IoError>;
+
+    /// Grants the device read-write access to the first `size` bytes of `range` (after
+    /// mapping them).
+    ///
+    /// # Errors
+    /// The driver's refusal.
+    fn grant_access(&mut self, range: StorageId, size: u64) -> Result<(), IoError>;
+
+    /// Unmaps the first `size` bytes of `range`. No work may use them any more.
+    fn unmap(&mut self, range: StorageId, size: u64);
 }
 
 /// A resolved resource that keeps its memory alive while the caller holds it.

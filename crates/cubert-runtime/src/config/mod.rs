@@ -18,6 +18,7 @@
 //! small_segment = "2 MiB"
 //! idle_release_ms = 10000      # 0 keeps free segments forever
 //! compact_before_growth = true # give free segments back before allocating new ones
+//! paged = false                # large blocks from mapped pages (CUDA virtual memory)
 //!
 //! [cpu]
 //! devices = 1                  # virtual CPU devices

@@ -59,6 +59,8 @@ pub struct MemoryConfig {
     pub idle_release_ms: u64,
     /// Give cached free segments back before growing (see `MemoryOptions`).
     pub compact_before_growth: bool,
+    /// Large requests from individually mapped pages where the backend can (CUDA).
+    pub paged: bool,
 }
 
 impl Default for MemoryConfig {
@@ -77,6 +79,7 @@ impl Default for MemoryConfig {
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
             compact_before_growth: options.compact_before_growth,
+            paged: options.paged,
         }
     }
 }
@@ -95,6 +98,7 @@ impl MemoryConfig {
             idle_release: (self.idle_release_ms > 0)
                 .then(|| Duration::from_millis(self.idle_release_ms)),
             compact_before_growth: self.compact_before_growth,
+            paged: self.paged,
         }
     }
 }
@@ -347,6 +351,7 @@ impl CubertConfig {
             ("memory", "compact_before_growth") => {
                 self.memory.compact_before_growth = boolean(value)?
             }
+            ("memory", "paged") => self.memory.paged = boolean(value)?,
             ("cpu", "devices") => {
                 let devices = integer(value)?;
                 if !(1..=64).contains(&devices) {

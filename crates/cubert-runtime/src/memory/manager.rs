@@ -15,10 +15,15 @@
 //! larger than the largest possible allocation fails at once with `IoError::BufferTooBig`.
 //!
 //! Segments that stay entirely free for `idle_release` are given back to the device.
+//!
+//! With `paged` and a storage that can map pages (CUDA virtual memory), large requests go to
+//! a [`PagedPool`] instead: each gets its own address range backed by individually mapped
+//! physical pages, so freed memory is never stranded by fragmentation.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
 use super::mode::{MemoryAllocationMode, ModeTable};
 use super::ordering::{StreamOrdering, StreamPoint};
+use super::paged_pool::PagedPool;
 use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};
 use crate::backtrace::BackTrace;
 use crate::error::IoError;
@@ -53,6 +58,10 @@ pub struct MemoryOptions {
     /// in a way that strands big remainders. Costs device allocations when the working set
     /// shifts; saves memory (peak reserved / peak live on the anchors' trace: 1.28 -> 1.12).
     pub compact_before_growth: bool,
+    /// Serve large requests from a pool of individually mapped pages where the storage can
+    /// map pages (CUDA virtual memory). Allocating a new large block costs one driver call
+    /// per page; reuse of a freed block of the same page count costs none.
+    pub paged: bool,
 }
 
 impl Default for MemoryOptions {
@@ -68,6 +77,7 @@ impl Default for MemoryOptions {
             large_min_split: MIB,
             idle_release: Some(Duration::from_secs(10)),
             compact_before_growth: true,
+            paged: false,
         }
     }
 }
@@ -90,6 +100,7 @@ enum PoolKind {
     Small,
     Large,
     Persistent,
+    Paged,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -150,6 +161,7 @@ pub struct MemoryManager<S: ComputeStorage> {
     small: BlockPool,
     large: BlockPool,
     persistent: BlockPool,
+    paged: Option<PagedPool>,
     slices: IdMap<Slice>,
     modes: ModeTable,
     started: Instant,
@@ -190,6 +202,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             exact_only: true,
             max_split_waste: None,
         });
+        let paged = options.paged.then(PagedPool::new);
         Self {
             storage,
             options,
@@ -197,6 +210,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             small,
             large,
             persistent,
+            paged,
             slices: IdMap::default(),
             modes: ModeTable::default(),
             started: Instant::now(),
@@ -247,7 +261,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn pool(&mut self, kind: PoolKind) -> &mut BlockPool {
         match kind {
             PoolKind::Small => &mut self.small,
-            PoolKind::Large => &mut self.large,
+            PoolKind::Large | PoolKind::Paged => &mut self.large,
             PoolKind::Persistent => &mut self.persistent,
         }
     }
@@ -255,9 +269,74 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn pool_ref(&self, kind: PoolKind) -> &BlockPool {
         match kind {
             PoolKind::Small => &self.small,
-            PoolKind::Large => &self.large,
+            PoolKind::Large | PoolKind::Paged => &self.large,
             PoolKind::Persistent => &self.persistent,
         }
+    }
+
+    /// Whether large requests go to the paged pool.
+    fn pages_large(&mut self) -> bool {
+        self.paged.is_some() && self.storage.pager().is_some()
+    }
+
+    /// Reserves a paged block; on out of memory, gives back every cached block and page and
+    /// tries once more.
+    fn reserve_paged(
+        &mut self,
+        rounded: u64,
+        requested: u64,
+        stream: StreamId,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<Taken, IoError> {
+        for attempt in 0..2 {
+            if attempt == 1 {
+                self.cleanup(ordering);
+            }
+            let (Some(paged), Some(pager)) = (self.paged.as_mut(), self.storage.pager()) else {
+                return Err(IoError::invalid("the storage has no page mapper"));
+            };
+            if let Some(capacity) = self.limits.capacity {
+                let others = self.small.stats().bytes_reserved
+                    + self.large.stats().bytes_reserved
+                    + self.persistent.stats().bytes_reserved;
+                let paged_free = paged.stats().bytes_free;
+                let paged_reserved = paged.stats().bytes_reserved;
+                if others + paged_reserved + rounded.saturating_sub(paged_free) > capacity {
+                    if attempt == 0 {
+                        continue;
+                    }
+                    return Err(IoError::OutOfMemory {
+                        requested,
+                        reserved: others + paged_reserved,
+                        free: capacity.saturating_sub(others + paged_reserved),
+                        reason: format!(
+                            "the device's memory limit of {} is reached",
+                            format_bytes(capacity)
+                        ),
+                        backtrace: BackTrace::capture(),
+                    });
+                }
+            }
+            match paged.reserve(rounded, requested, stream, pager, ordering) {
+                Ok((slot, block_size)) => {
+                    self.peak_reserved = self.peak_reserved.max(self.reserved());
+                    return Ok(Taken {
+                        segment: slot,
+                        offset: 0,
+                        block_size,
+                    });
+                }
+                Err(IoError::OutOfMemory { .. }) if attempt == 0 => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Err(IoError::OutOfMemory {
+            requested,
+            reserved: self.reserved(),
+            free: self.storage.free_memory().unwrap_or(0),
+            reason: "no physical page could be created".into(),
+            backtrace: BackTrace::capture(),
+        })
     }
 
     fn update_clock(&mut self) {
@@ -313,6 +392,10 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 };
                 match cached_persistent {
                     Some(taken) => (PoolKind::Persistent, taken),
+                    None if rounded > self.options.small_max_request && self.pages_large() => {
+                        let taken = self.reserve_paged(rounded, size, stream, ordering)?;
+                        (PoolKind::Paged, taken)
+                    }
                     None => {
                         let kind = if rounded <= self.options.small_max_request {
                             PoolKind::Small
@@ -433,6 +516,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let Some(slice) = self.slices.remove(&id) else {
             return false;
         };
+        if slice.pool == PoolKind::Paged {
+            return self
+                .paged
+                .as_mut()
+                .is_some_and(|paged| paged.free(slice.taken.segment, points));
+        }
         let tick = self.tick_ms;
         self.pool(slice.pool)
             .free(slice.taken.segment, slice.taken.offset, points, tick)
@@ -441,9 +530,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// The slice bound to `id`.
     pub fn slice(&self, id: MemoryId) -> Option<SliceInfo> {
         let slice = self.slices.get(&id)?;
-        let (storage, _) = self
-            .pool_ref(slice.pool)
-            .storage_of(slice.taken.segment, slice.taken.offset)?;
+        let (storage, _) = if slice.pool == PoolKind::Paged {
+            self.paged.as_ref()?.storage_of(slice.taken.segment)?
+        } else {
+            self.pool_ref(slice.pool)
+                .storage_of(slice.taken.segment, slice.taken.offset)?
+        };
         Some(SliceInfo {
             storage: StorageHandle {
                 id: storage,
@@ -507,6 +599,9 @@ impl<S: ComputeStorage> MemoryManager<S> {
             self.storage_deallocations += 1;
             bytes += segment.size;
         }
+        if let (Some(paged), Some(pager)) = (self.paged.as_mut(), self.storage.pager()) {
+            bytes += paged.release(pager, ordering);
+        }
         bytes
     }
 
@@ -514,6 +609,19 @@ impl<S: ComputeStorage> MemoryManager<S> {
         self.small.stats().bytes_reserved
             + self.large.stats().bytes_reserved
             + self.persistent.stats().bytes_reserved
+            + self.paged.as_ref().map_or(0, |p| p.stats().bytes_reserved)
+    }
+
+    fn paged_usage(&self) -> MemoryUsage {
+        self.paged.as_ref().map_or(MemoryUsage::default(), |paged| {
+            let stats = paged.stats();
+            MemoryUsage {
+                number_allocs: stats.allocations,
+                bytes_in_use: stats.bytes_in_use,
+                bytes_padding: stats.bytes_padding,
+                bytes_reserved: stats.bytes_reserved,
+            }
+        })
     }
 
     /// Current usage.
@@ -529,12 +637,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
                     bytes_reserved: stats.bytes_reserved,
                 }
             })
-            .fold(MemoryUsage::default(), |acc, usage| acc.combine(&usage))
+            .fold(self.paged_usage(), |acc, usage| acc.combine(&usage))
     }
 
     /// Usage per pool, with peaks and device allocation counts.
     pub fn report(&self) -> MemoryReport {
-        let pools = [&self.small, &self.large, &self.persistent]
+        let mut pools: Vec<PoolReport> = [&self.small, &self.large, &self.persistent]
             .iter()
             .map(|pool| {
                 let stats = pool.stats();
@@ -551,6 +659,19 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 }
             })
             .collect();
+        if let Some(paged) = &self.paged {
+            let stats = paged.stats();
+            pools.push(PoolReport {
+                name: "paged".to_string(),
+                segments: stats.pages,
+                bytes_reserved: stats.bytes_reserved,
+                bytes_in_use: stats.bytes_in_use,
+                bytes_padding: stats.bytes_padding,
+                allocations: stats.allocations,
+                free_blocks: stats.cached_blocks,
+                largest_free_block: stats.bytes_free,
+            });
+        }
         MemoryReport {
             usage: self.usage(),
             pools,

@@ -10,6 +10,7 @@ pub mod block_pool;
 mod manager;
 mod mode;
 mod ordering;
+pub mod paged_pool;
 pub mod trace;
 mod usage;
 
