@@ -2,8 +2,9 @@
 //!
 //! The backend comes from `--backend`, else from the configuration (`[runtime] backend`,
 //! `CUBERT_BACKEND`). Commands that work on a device are written once, generic over
-//! [`cubert::Runtime`], as a [`ClientJob`]; [`run_on_default_device`] picks the runtime with
-//! one match arm per backend, so a CUDA backend plugs in with one more arm.
+//! [`CliRuntime`] (a [`cubert::Runtime`] the CLI knows how to start), as a [`ClientJob`];
+//! [`run_on_default_device`] picks the runtime with one match arm per backend, so a CUDA
+//! backend plugs in with one more arm.
 
 use crate::error::{CliError, CliResult};
 use clap::ValueEnum;
@@ -54,6 +55,44 @@ impl fmt::Display for Backend {
     }
 }
 
+/// A runtime the CLI can start servers of, besides the registered client of each device.
+pub trait CliRuntime: Runtime {
+    /// A client of a new server of device 0 that no other client shares (registered
+    /// nowhere), so its memory report (peaks included) covers only what is done through it.
+    /// `room` is the memory the work needs: the CPU backend raises its memory limit to at
+    /// least that (its memory is host memory, and blocks that are reserved but never touched
+    /// are never committed, so the limit may exceed physical memory); a GPU has the memory
+    /// it has.
+    ///
+    /// # Errors
+    /// The server's start error.
+    fn isolated_client(room: u64) -> CliResult<ComputeClient<Self>>;
+}
+
+impl CliRuntime for CpuRuntime {
+    fn isolated_client(room: u64) -> CliResult<ComputeClient<Self>> {
+        let mut config = cubert::config::global_config().clone();
+        let configured = cubert::cpu::properties::memory_limit(&config.cpu);
+        config.cpu.memory_limit = configured.max(room);
+        let server = cubert::cpu::CpuServer::new(CpuDevice::new(0), &config)?;
+        Ok(ComputeClient::from_server(
+            server,
+            config.runtime.device_handle,
+        )?)
+    }
+}
+
+impl CliRuntime for cubert::CudaRuntime {
+    fn isolated_client(_room: u64) -> CliResult<ComputeClient<Self>> {
+        let config = cubert::config::global_config();
+        let server = cubert::cuda::CudaServer::new(cubert::CudaDevice::new(0), config)?;
+        Ok(ComputeClient::from_server(
+            server,
+            config.runtime.device_handle,
+        )?)
+    }
+}
+
 /// Work that runs on one device of any runtime.
 pub trait ClientJob {
     /// What the work produces.
@@ -63,7 +102,7 @@ pub trait ClientJob {
     ///
     /// # Errors
     /// Whatever the work reports.
-    fn run<R: Runtime>(self, client: &ComputeClient<R>) -> CliResult<Self::Output>;
+    fn run<R: CliRuntime>(self, client: &ComputeClient<R>) -> CliResult<Self::Output>;
 }
 
 /// Runs `job` on the default device (index 0) of `backend`.

@@ -3,7 +3,8 @@
 //! ```text
 //! cubert info                      backends, devices, properties, configuration
 //! cubert demo [--size N]           runs every standard kernel and verifies the results
-//! cubert bench [--quick] [--only GROUP] [--json FILE]
+//! cubert bench [--quick] [--only GROUP] [--json FILE] [--trace FILE] [--compare PEER.json]...
+//! cubert bench --from CUBERT.json --compare PEER.json...   compares an earlier run
 //! ```
 //!
 //! `--backend cpu|cuda` (default: `[runtime] backend` / `CUBERT_BACKEND`) picks the backend
@@ -15,9 +16,12 @@ mod output;
 
 mod backend;
 mod bench;
+mod compare;
 mod demo;
 mod error;
 mod info;
+mod peers;
+mod plot;
 mod report;
 mod rng;
 mod table;
@@ -58,17 +62,36 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 31)))]
         size: u64,
     },
-    /// Measures allocation, transfers, launch overhead and bandwidth.
+    /// Measures allocation, transfers, launch overhead, bandwidth and an allocation trace,
+    /// and compares the figures with the peers'.
     Bench {
         /// Smaller sizes and counts: a few seconds in all.
         #[arg(long)]
         quick: bool,
-        /// Writes the figures as JSON to this file.
+        /// Writes the figures as JSON to this file, and the transfer sweep's plot next to it
+        /// (transfer_sweep.svg).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Runs one group only.
         #[arg(long, value_enum, value_name = "GROUP")]
         only: Option<bench::Group>,
+        /// Allocation trace (`alloc ID SIZE` / `free ID` lines) the trace group replays
+        /// [default: alloc_trace.txt of ../shared/anchors or .anchors, if found].
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// A peer figure file in the anchors' JSON format (peers.py, native_anchors.cu
+        /// output) to compare the figures with, as cubert/peer ratios; repeatable.
+        #[arg(long, value_name = "FILE")]
+        compare: Vec<PathBuf>,
+        /// Compares the figures of this earlier `--json` report instead of measuring
+        /// (needs --compare).
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "compare",
+            conflicts_with_all = ["quick", "json", "only", "trace"]
+        )]
+        from: Option<PathBuf>,
     },
 }
 
@@ -83,9 +106,28 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
                 .map_err(|_| error::CliError::usage(format!("--size {size} is too large")))?;
             demo::run(backend, size)
         }
-        Command::Bench { quick, json, only } => {
+        Command::Bench {
+            quick,
+            json,
+            only,
+            trace,
+            compare,
+            from,
+        } => {
+            if let Some(from) = from {
+                return bench::compare_only(&from, &compare);
+            }
             let backend = Backend::select(cli.backend)?;
-            bench::run(backend, bench::BenchOptions { quick, json, only })
+            bench::run(
+                backend,
+                bench::BenchOptions {
+                    quick,
+                    json,
+                    only,
+                    trace,
+                    compare,
+                },
+            )
         }
     }
 }

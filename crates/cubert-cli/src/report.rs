@@ -6,7 +6,13 @@
 //! ```
 //!
 //! Figures keep the order they were measured in. `failed_checks` lists the messages of the
-//! failures; `quick` says whether the sizes were reduced.
+//! failures; `quick` says whether the sizes were reduced. Measurements of a value per size
+//! (the transfer sweep) are kept out of `figures`, in `series`:
+//!
+//! ```json
+//! "series": {"cubert_h2d_pinned_sweep": {"unit": "GB/s", "note": "...",
+//!            "points": [{"bytes": 4096, "value": 0.8}, {"bytes": 16384, "value": 2.9}]}}
+//! ```
 
 use crate::error::CliResult;
 use serde::Serialize;
@@ -26,6 +32,43 @@ pub struct Figure {
     pub unit: String,
     /// How it was measured.
     pub note: String,
+}
+
+/// One point of a series: the value measured at a size.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    /// The size in bytes.
+    pub bytes: u64,
+    /// The value at that size.
+    pub value: f64,
+}
+
+/// A value measured at several sizes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    /// Name, `cubert_` + what is measured + `_sweep`.
+    #[serde(skip)]
+    pub name: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// How it was measured.
+    pub note: String,
+    /// The points, by increasing size.
+    pub points: Vec<SeriesPoint>,
+}
+
+/// Series serialized as a JSON object keyed by name, in measurement order.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesMap(pub Vec<Series>);
+
+impl Serialize for SeriesMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for series in &self.0 {
+            map.serialize_entry(&series.name, series)?;
+        }
+        map.end()
+    }
 }
 
 /// Figures serialized as a JSON object keyed by name, in measurement order.
@@ -59,6 +102,8 @@ pub struct BenchReport {
     pub quick: bool,
     /// The figures.
     pub figures: Figures,
+    /// Values measured per size.
+    pub series: SeriesMap,
     /// Number of failed checks.
     pub failures: usize,
     /// The failed checks' messages.

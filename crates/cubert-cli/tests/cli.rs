@@ -1,7 +1,9 @@
 //! End-to-end tests of the `cubert` binary: `info`, `demo`, `bench` and backend selection.
 //!
 //! Each run happens in an empty temporary directory with every `CUBERT_*` variable removed,
-//! so no configuration of the machine leaks in.
+//! so no configuration of the machine leaks in. The fixtures (`tests/fixtures/`: peer
+//! figure files of an H200 run and a small allocation trace) are compiled in and written
+//! into that directory, so the tests also run away from the source tree.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -19,6 +21,24 @@ fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
         }
     }
     command.output()
+}
+
+/// Writes the fixture `name` into `dir` and returns its path as a string.
+fn fixture(dir: &Path, name: &str) -> std::io::Result<String> {
+    let text = match name {
+        "bench.json" => include_str!("fixtures/bench.json"),
+        "peers.json" => include_str!("fixtures/peers.json"),
+        "native.json" => include_str!("fixtures/native.json"),
+        "alloc_trace_small.txt" => include_str!("fixtures/alloc_trace_small.txt"),
+        _ => return Err(std::io::Error::other(format!("no fixture {name}"))),
+    };
+    let path = dir.join(name);
+    std::fs::write(&path, text)?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
 }
 
 fn text(output: &Output) -> (String, String) {
@@ -77,20 +97,42 @@ fn demo_verifies_every_kernel() {
 }
 
 #[test]
-fn quick_launch_bench_writes_the_anchor_json_format() {
+fn quick_launch_bench_writes_the_anchor_json_format_and_compares() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let json_arg = json.to_str().unwrap();
+    let native = fixture(dir.path(), "native.json").unwrap();
     let output = cubert(
         dir.path(),
-        &["bench", "--quick", "--only", "launch", "--json", json_arg],
+        &[
+            "bench",
+            "--quick",
+            "--only",
+            "launch",
+            "--json",
+            json_arg,
+            "--compare",
+            &native,
+        ],
     )
     .unwrap();
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The CPU backend has no graphs: said once, not a failure.
+    assert!(
+        stdout.contains("# not measured: cubert_graph_per_kernel_us, ")
+            && stdout.contains("has no graphs"),
+        "{stdout}"
+    );
+    // The comparison with the peer file follows the run.
+    assert!(
+        stdout.contains("native_empty_launch_us") && stdout.contains("best peer"),
+        "{stdout}"
+    );
+    // No sweep ran: no plot.
+    assert!(!dir.path().join("transfer_sweep.svg").exists());
+    let report = read_json(&json).unwrap();
     assert_eq!(report["tool"], "cubert");
     assert_eq!(report["backend"], "cpu");
     assert_eq!(report["failures"], 0);
@@ -116,6 +158,124 @@ fn quick_launch_bench_writes_the_anchor_json_format() {
         figures.keys().all(|name| !name.contains("alloc")),
         "{figures:?}"
     );
+    assert!(!figures.contains_key("cubert_graph_per_kernel_us"));
+    assert_eq!(report["series"], serde_json::json!({}));
+}
+
+#[test]
+fn trace_bench_replays_a_trace_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture(dir.path(), "alloc_trace_small.txt").unwrap();
+    let json = dir.path().join("trace.json");
+    let output = cubert(
+        dir.path(),
+        &[
+            "bench",
+            "--only",
+            "trace",
+            "--trace",
+            &trace,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("10 events, 5 allocations"), "{stdout}");
+    let report = read_json(&json).unwrap();
+    let figures = &report["figures"];
+    let value = |name: &str| figures[name]["value"].as_f64().unwrap();
+    let live = value("cubert_trace_peak_live");
+    assert!(
+        (live * (1u64 << 30) as f64 - 35_655_680.0).abs() < 1.0,
+        "{live}"
+    );
+    assert_eq!(figures["cubert_trace_peak_live"]["unit"], "GiB");
+    let ratio = value("cubert_trace_reserved_over_live");
+    assert!((1.0..100.0).contains(&ratio), "{ratio}");
+    assert!((value("cubert_trace_peak_reserved") / live - ratio).abs() < 1e-9);
+    assert!(value("cubert_trace_replay_s") > 0.0);
+    assert!(value("cubert_trace_replay_warm_s") > 0.0);
+}
+
+#[test]
+fn a_malformed_trace_is_a_failed_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.txt");
+    std::fs::write(&trace, "alloc 1 100\nfree 2\n").unwrap();
+    let output = cubert(
+        dir.path(),
+        &[
+            "bench",
+            "--only",
+            "trace",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("FAIL cubert_trace_peak_reserved") && stdout.contains("line 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_earlier_run_is_compared_with_the_peers_without_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = fixture(dir.path(), "bench.json").unwrap();
+    let peers = fixture(dir.path(), "peers.json").unwrap();
+    let native = fixture(dir.path(), "native.json").unwrap();
+    let output = cubert(
+        dir.path(),
+        &[
+            "bench",
+            "--from",
+            &run,
+            "--compare",
+            &peers,
+            "--compare",
+            &native,
+        ],
+    )
+    .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = |figure: &str, peer: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with(figure) && line.contains(peer))
+            .unwrap_or_else(|| panic!("no {figure} / {peer} row in:\n{stdout}"))
+            .to_string()
+    };
+    // Higher is better for bandwidth: 20.69 / 9.770 GB/s.
+    let row = line("cubert_h2d_pageable_1GiB", "native_h2d_pageable_1GiB");
+    assert!(
+        row.contains("2.117") && row.contains("cubert 2.117x ahead"),
+        "{row}"
+    );
+    // Lower is better for times: 21.63 µs against 7.476 µs.
+    let row = line("cubert_empty_launch_sync_us", "native_empty_launch_sync_us");
+    assert!(
+        row.contains("peer 2.893x ahead") && row.contains("best peer"),
+        "{row}"
+    );
+    // Names that differ: the pool against cudaMallocAsync and CuPy's pool, the vector add
+    // against the float4 kernels, the old d2h name against the pinned reads.
+    line("cubert_alloc_free_4KiB", "native_mallocasync_free_4KiB");
+    line("cubert_alloc_free_1GiB", "cupy_pool_alloc_free_1GiB");
+    line("cubert_vadd_f32_256M", "native_vadd_f32_256M_float4");
+    line("cubert_d2h_1GiB", "torch_d2h_pinned_1GiB");
+    assert!(
+        stdout.contains("against the best peer of each of 12 figures")
+            && stdout.contains("no peer figure for: cubert_h2d_file_1GiB"),
+        "{stdout}"
+    );
+    // Nothing was measured.
+    assert!(!stdout.contains("# group"), "{stdout}");
 }
 
 /// Whether this machine can run the CUDA backend.
@@ -172,8 +332,33 @@ fn bad_arguments_are_usage_errors() {
         &["demo", "--size", "0"][..],
         &["bench", "--only", "everything"],
         &["--backend", "tpu", "info"],
+        // --from compares an earlier run: it needs peers and measures nothing.
+        &["bench", "--from", "run.json"],
+        &[
+            "bench",
+            "--from",
+            "run.json",
+            "--compare",
+            "p.json",
+            "--quick",
+        ],
+        &[
+            "bench",
+            "--from",
+            "run.json",
+            "--compare",
+            "p.json",
+            "--only",
+            "trace",
+        ],
     ] {
         let output = cubert(dir.path(), args).unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
     }
+    // A peer file that can't be read stops the run before anything is measured.
+    let output = cubert(dir.path(), &["bench", "--compare", "missing.json"]).unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("missing.json"), "{stderr}");
+    assert!(!stdout.contains("# group"), "{stdout}");
 }

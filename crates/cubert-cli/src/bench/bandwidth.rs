@@ -1,14 +1,22 @@
-//! Memory bandwidth: `cubert_vadd_f32_256M` (16M quick), GB/s counting 3 arrays × 4 bytes
-//! per element, like the anchors' vector add.
+//! Memory bandwidth: the f32 vector add, `cubert_vadd_f32_256M` (16M quick), GB/s counting
+//! 3 arrays × 4 bytes per element, like the anchors' vector add; then the device-to-device
+//! copy (`copy`).
 //!
 //! Inputs are counter-based pseudo-random floats in [-1, 1) (so any element can be
 //! recomputed without keeping the inputs). The output is poisoned with NaN, one add runs and
-//! every element is checked bit for bit against `a + b`; then the timed runs (`ops::add` +
-//! `sync`, wall time), median of 10 (5 quick) after a warm-up; then a strided sample of the
-//! output is checked again.
+//! every element is checked bit for bit against `a + b`; then, after a warm-up, two timings
+//! of 10 runs each (5 quick), reported as medians:
+//!
+//! - `cubert_vadd_f32_256M`: the device time of one `ops::add`, measured by `client.profile`
+//!   (CUDA events on CUDA, as the anchors time their kernels; the host clock around the
+//!   finished launch on the CPU);
+//! - `cubert_vadd_f32_256M_wall`: the wall time of `ops::add` + `sync`.
+//!
+//! Then a strided sample of the output is checked again.
 
+use super::copy;
 use super::recorder::Recorder;
-use super::timing::{gb_per_s, median};
+use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
 use crate::units::{MIB, count_label};
@@ -16,7 +24,7 @@ use cubert::{Bytes, ComputeClient, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 
 /// Figures this group measures.
-pub const FIGURES: u64 = 1;
+pub const FIGURES: u64 = 2 + copy::FIGURES;
 
 const SEED_A: u64 = 0xa;
 const SEED_B: u64 = 0xb;
@@ -87,11 +95,20 @@ fn check_sample<R: Runtime>(
     Ok(None)
 }
 
-/// Measures the vector add.
+/// Measures the vector add, then the copy.
 ///
 /// # Errors
 /// A runtime error that stops the group.
 pub fn run<R: Runtime>(
+    client: &ComputeClient<R>,
+    quick: bool,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    vector_add(client, quick, recorder)?;
+    copy::run(client, quick, recorder)
+}
+
+fn vector_add<R: Runtime>(
     client: &ComputeClient<R>,
     quick: bool,
     recorder: &mut Recorder,
@@ -102,6 +119,7 @@ pub fn run<R: Runtime>(
         (256 * MIB, 10)
     };
     let name = format!("cubert_vadd_f32_{}", count_label(len));
+    let wall_name = format!("{name}_wall");
     recorder.start(&name);
     let generate = |seed| -> Vec<f32> { (0..len).map(|i| mix_f32(seed, i as u64)).collect() };
     let a = client.create(Bytes::from_elems(generate(SEED_A)))?;
@@ -112,31 +130,51 @@ pub fn run<R: Runtime>(
     client.sync()?;
     if let Some(problem) = check_all(client, &out, len)? {
         recorder.skip(&name, &problem);
+        recorder.skip(
+            &wall_name,
+            "the result of the first add is wrong (see above)",
+        );
         return Ok(());
     }
     for _ in 0..2 {
         ops::add(client, &a, &b, &out, len, ElemType::F32)?;
     }
     client.sync()?;
-    let mut seconds = Vec::with_capacity(reps);
+    let mut device = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        device.push(profiled_seconds(client, "vadd", || {
+            ops::add(client, &a, &b, &out, len, ElemType::F32)
+        })?);
+    }
+    recorder.start(&wall_name);
+    let mut wall = Vec::with_capacity(reps);
     for _ in 0..reps {
         let start = Instant::now();
         ops::add(client, &a, &b, &out, len, ElemType::F32)?;
         client.sync()?;
-        seconds.push(start.elapsed().as_secs_f64());
+        wall.push(start.elapsed().as_secs_f64());
     }
     if let Some(problem) = check_sample(client, &out, len)? {
         recorder.skip(&name, &format!("after the timed runs: {problem}"));
+        recorder.skip(&wall_name, &format!("after the timed runs: {problem}"));
         return Ok(());
     }
+    let bytes = 3 * len * 4;
     recorder.emit(
         &name,
-        gb_per_s(3 * len * 4, median(&seconds)),
+        gb_per_s(bytes, median(&device)),
         "GB/s",
         &format!(
-            "ops::add f32 + sync, bytes = 3*N*4, wall time, median of {reps} \
-             (all elements checked, then a sample)"
+            "ops::add f32, bytes = 3*N*4, device time by client.profile ({}), median of {reps} \
+             (all elements checked, then a sample)",
+            profile_clock(client)
         ),
+    );
+    recorder.emit(
+        &wall_name,
+        gb_per_s(bytes, median(&wall)),
+        "GB/s",
+        &format!("ops::add f32 + sync, bytes = 3*N*4, wall time, median of {reps}"),
     );
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Launch overhead: `cubert_empty_launch_us`, `cubert_empty_submit_us`,
-//! `cubert_empty_launch_sync_us` and `cubert_add1_launch_us`.
+//! `cubert_empty_launch_sync_us` and `cubert_add1_launch_us`, then graph replay (`graph`).
 //!
 //! - empty launch: 100k (10k quick) back-to-back `ops::noop`, then `sync`; wall time per
 //!   launch including the sync;
@@ -11,6 +11,7 @@
 //! Median of 5 runs (3 quick) after a warm-up. The empty launches are checked by the sync
 //! (no launch reported an error) and by the add1 count.
 
+use super::graph;
 use super::recorder::Recorder;
 use super::timing::median;
 use crate::error::CliResult;
@@ -18,13 +19,22 @@ use cubert::{Bytes, ComputeClient, ElemType, Runtime, ops};
 use std::time::Instant;
 
 /// Figures this group measures.
-pub const FIGURES: u64 = 4;
+pub const FIGURES: u64 = 4 + graph::FIGURES;
 
-/// Measures launch overhead.
+/// Measures launch overhead, then graph replay.
 ///
 /// # Errors
 /// A runtime error (a launch or sync that fails) that stops the group.
 pub fn run<R: Runtime>(
+    client: &ComputeClient<R>,
+    quick: bool,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    launches(client, quick, recorder)?;
+    graph::run(client, quick, recorder)
+}
+
+fn launches<R: Runtime>(
     client: &ComputeClient<R>,
     quick: bool,
     recorder: &mut Recorder,

@@ -1,55 +1,76 @@
 //! `cubert bench`: the figures the anchors measure for the peers, measured for cubert.
 //!
 //! Every figure is named like its anchor with the prefix `cubert_` and has the same unit, so
-//! a run of `cubert bench` and of the anchor scripts compare as ratios. Groups (one file
-//! each): `alloc` (allocation throughput), `transfer` (host to device and back), `launch`
-//! (launch overhead) and `bandwidth` (vector add). Each figure is the median of several
-//! repetitions after a warm-up, and each is checked: a failed check prints `FAIL ...`, drops
-//! the figure, counts in `failures` and makes the exit code 1.
+//! a run of `cubert bench` and of the anchor scripts compare as ratios (`--compare`, see
+//! `compare`). Groups (one file each, with the parts they run): `alloc` (allocation
+//! throughput), `transfer` (host to device and back at 1 GiB, then the size sweep of
+//! `sweep`), `launch` (launch overhead, then graph replay in `graph`), `bandwidth` (vector
+//! add, then device-to-device copy in `copy`) and `trace` (replay of an allocation trace).
+//! Each figure is the median of several repetitions after a warm-up, and each is checked: a
+//! failed check prints `FAIL ...`, drops the figure, counts in `failures` and makes the exit
+//! code 1. A figure the backend can't measure (graphs on the CPU, the trace when no trace
+//! file is found) is reported as not measured, which is no failure.
 //!
 //! `--quick` shrinks sizes and counts (the names then carry the actual size, for example
-//! `cubert_h2d_pageable_64MiB`). Big buffers are freed between groups.
+//! `cubert_h2d_pageable_64MiB`). Big buffers are freed between groups. With `--json FILE`
+//! the report is written there, and the transfer sweep is drawn next to it as
+//! `transfer_sweep.svg`.
 
 mod alloc;
 mod bandwidth;
+mod bytes_check;
+mod copy;
+mod graph;
 mod launch;
 mod recorder;
+mod sweep;
 mod timing;
+mod trace;
 mod transfer;
 
-use crate::backend::{Backend, ClientJob, run_on_default_device};
+use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
+use crate::compare;
 use crate::error::{CliResult, EXIT_FAILURE};
-use crate::report::{BenchReport, Figures, iso8601};
+use crate::peers::{self, FigureFile, FileFigure};
+use crate::plot;
+use crate::report::{BenchReport, Figure, Figures, Series, SeriesMap, iso8601};
 use crate::table::{Align, Table};
-use crate::units::format_value;
+use crate::units::{format_value, size_label};
 use clap::ValueEnum;
-use cubert::{ComputeClient, Runtime};
+use cubert::ComputeClient;
 use recorder::Recorder;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
+
+/// File name of the sweep plot, written next to the JSON report.
+pub const SWEEP_PLOT: &str = "transfer_sweep.svg";
 
 /// A group of figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Group {
     /// Allocation + free throughput, 4 KiB to 1 GiB.
     Alloc,
-    /// Host-to-device (pageable, pinned, file) and device-to-host transfers.
+    /// Host-to-device (pinned, pageable, slice, file) and device-to-host transfers, and
+    /// GB/s against size.
     Transfer,
-    /// Launch overhead: back-to-back, submit only, launch + sync.
+    /// Launch overhead: back-to-back, submit only, launch + sync, graph replay.
     Launch,
-    /// f32 vector add bandwidth.
+    /// f32 vector add and device-to-device copy bandwidth.
     Bandwidth,
+    /// Replay of an allocation trace: peak reserved against peak live, replay time.
+    Trace,
 }
 
 impl Group {
     /// Every group, in the order they run.
-    pub const ALL: [Group; 4] = [
+    pub const ALL: [Group; 5] = [
         Group::Alloc,
         Group::Transfer,
         Group::Launch,
         Group::Bandwidth,
+        Group::Trace,
     ];
 
     fn name(self) -> &'static str {
@@ -58,16 +79,18 @@ impl Group {
             Group::Transfer => "transfer",
             Group::Launch => "launch",
             Group::Bandwidth => "bandwidth",
+            Group::Trace => "trace",
         }
     }
 
-    /// How many figures the group measures (for the progress bar).
-    fn figures(self) -> u64 {
+    /// How many figures (and series points) the group measures, for the progress bar.
+    fn figures(self, quick: bool) -> u64 {
         match self {
             Group::Alloc => alloc::FIGURES,
-            Group::Transfer => transfer::FIGURES,
+            Group::Transfer => transfer::figures(quick),
             Group::Launch => launch::FIGURES,
             Group::Bandwidth => bandwidth::FIGURES,
+            Group::Trace => trace::FIGURES,
         }
     }
 }
@@ -87,15 +110,21 @@ pub struct BenchOptions {
     pub json: Option<PathBuf>,
     /// One group only.
     pub only: Option<Group>,
+    /// The allocation trace to replay (default: the anchors', if found).
+    pub trace: Option<PathBuf>,
+    /// Peer figure files to compare the run with.
+    pub compare: Vec<PathBuf>,
 }
 
-/// Runs the benchmarks on the default device of `backend`.
+/// Runs the benchmarks on the default device of `backend`, then compares them with the
+/// peers' files if asked.
 ///
 /// # Errors
 /// A usage error if the backend isn't built in; the device's start error; a JSON report
-/// that can't be written.
+/// that can't be written; a peer file that can't be read (before anything is measured).
 pub fn run(backend: Backend, options: BenchOptions) -> CliResult<ExitCode> {
-    let failures = run_on_default_device(backend, Bench { options })?;
+    let peers = read_peers(&options.compare)?;
+    let failures = run_on_default_device(backend, Bench { options, peers })?;
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
@@ -103,19 +132,50 @@ pub fn run(backend: Backend, options: BenchOptions) -> CliResult<ExitCode> {
     })
 }
 
+/// Compares the figures of an earlier run (`from`, a `cubert bench --json` file) with the
+/// peers' files, without measuring anything.
+///
+/// # Errors
+/// A file that can't be read or isn't in the anchors' format.
+pub fn compare_only(from: &Path, compare: &[PathBuf]) -> CliResult<ExitCode> {
+    let peers = read_peers(compare)?;
+    let run = peers::read(from)?;
+    outln!(
+        "# cubert bench --from {}: {} figures{}",
+        run.label,
+        run.figures.len(),
+        if run.failures > 0 {
+            format!(" (that run reports {} FAILED check(s))", run.failures)
+        } else {
+            String::new()
+        }
+    );
+    compare::print(&run.figures, &peers);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_peers(paths: &[PathBuf]) -> CliResult<Vec<FigureFile>> {
+    paths.iter().map(|path| peers::read(path)).collect()
+}
+
 struct Bench {
     options: BenchOptions,
+    peers: Vec<FigureFile>,
 }
 
 impl ClientJob for Bench {
     type Output = usize;
 
-    fn run<R: Runtime>(self, client: &ComputeClient<R>) -> CliResult<usize> {
-        bench(client, &self.options)
+    fn run<R: CliRuntime>(self, client: &ComputeClient<R>) -> CliResult<usize> {
+        bench(client, &self.options, &self.peers)
     }
 }
 
-fn bench<R: Runtime>(client: &ComputeClient<R>, options: &BenchOptions) -> CliResult<usize> {
+fn bench<R: CliRuntime>(
+    client: &ComputeClient<R>,
+    options: &BenchOptions,
+    peers: &[FigureFile],
+) -> CliResult<usize> {
     let date = iso8601(SystemTime::now());
     let groups: Vec<Group> = match options.only {
         Some(group) => vec![group],
@@ -128,7 +188,12 @@ fn bench<R: Runtime>(client: &ComputeClient<R>, options: &BenchOptions) -> CliRe
         R::name(),
         client.properties().name
     );
-    let mut recorder = Recorder::new(groups.iter().map(|g| g.figures()).sum());
+    let trace_path = if groups.contains(&Group::Trace) {
+        options.trace.clone().or_else(trace::default_trace)
+    } else {
+        None
+    };
+    let mut recorder = Recorder::new(groups.iter().map(|g| g.figures(quick)).sum());
     for group in groups {
         let start = Instant::now();
         recorder.info(&format!("group {group}"));
@@ -137,6 +202,7 @@ fn bench<R: Runtime>(client: &ComputeClient<R>, options: &BenchOptions) -> CliRe
             Group::Transfer => transfer::run(client, quick, &mut recorder),
             Group::Launch => launch::run(client, quick, &mut recorder),
             Group::Bandwidth => bandwidth::run(client, quick, &mut recorder),
+            Group::Trace => trace::run::<R>(trace_path.as_deref(), &mut recorder),
         };
         if let Err(error) = outcome {
             recorder.fail(&format!("group {group} stopped: {error}"));
@@ -157,15 +223,75 @@ fn bench<R: Runtime>(client: &ComputeClient<R>, options: &BenchOptions) -> CliRe
     }
     recorder.finish();
 
-    let (figures, failures) = recorder.into_parts();
+    let (figures, series, failures) = recorder.into_parts();
     outln!();
+    print_figures(&figures);
+    print_series(&series);
+    let report = BenchReport {
+        tool: "cubert",
+        version: env!("CARGO_PKG_VERSION"),
+        device: client.properties().name.clone(),
+        backend: R::name().to_string(),
+        date: date.clone(),
+        quick,
+        figures: Figures(figures),
+        series: SeriesMap(series),
+        failures: failures.len(),
+        failed_checks: failures.clone(),
+    };
+    if let Some(path) = &options.json {
+        report.write(path)?;
+        outln!("# wrote {}", path.display());
+        let sweep: Vec<Series> = report
+            .series
+            .0
+            .iter()
+            .filter(|series| !series.points.is_empty())
+            .cloned()
+            .collect();
+        if !sweep.is_empty() {
+            let plot_path = path.with_file_name(SWEEP_PLOT);
+            let title = format!(
+                "cubert transfers, {} ({}), {date}",
+                report.device, report.backend
+            );
+            plot::write(&plot_path, &sweep, &title, "GB/s")?;
+            outln!("# wrote {}", plot_path.display());
+        }
+    }
+    if !peers.is_empty() {
+        let measured: Vec<FileFigure> = report
+            .figures
+            .0
+            .iter()
+            .map(|figure| FileFigure {
+                name: figure.name.clone(),
+                value: figure.value,
+                unit: figure.unit.clone(),
+            })
+            .collect();
+        compare::print(&measured, peers);
+    }
+    if failures.is_empty() {
+        outln!("# cubert bench: all checks passed");
+    } else {
+        outln!("# cubert bench: {} FAILURE(S)", failures.len());
+        for failure in &failures {
+            outln!("FAIL {failure}");
+        }
+    }
+    Ok(failures.len())
+}
+
+/// Prints the figures as a table.
+fn print_figures(figures: &[Figure]) {
     let mut table = Table::new(&[
         ("figure", Align::Left),
         ("value", Align::Right),
         ("unit", Align::Left),
         ("note", Align::Left),
     ]);
-    for figure in &figures {
+    for figure in figures {
         table.row(vec![
             figure.name.clone(),
             format_value(figure.value),
@@ -178,28 +304,44 @@ fn bench<R: Runtime>(client: &ComputeClient<R>, options: &BenchOptions) -> CliRe
     } else {
         out!("{}", table.render());
     }
-    let report = BenchReport {
-        tool: "cubert",
-        version: env!("CARGO_PKG_VERSION"),
-        device: client.properties().name.clone(),
-        backend: R::name().to_string(),
-        date,
-        quick,
-        figures: Figures(figures),
-        failures: failures.len(),
-        failed_checks: failures.clone(),
-    };
-    if let Some(path) = &options.json {
-        report.write(path)?;
-        outln!("# wrote {}", path.display());
+}
+
+/// Prints the series as one table: a row per size, a column per series.
+fn print_series(series: &[Series]) {
+    let series: Vec<&Series> = series.iter().filter(|s| !s.points.is_empty()).collect();
+    if series.is_empty() {
+        return;
     }
-    if failures.is_empty() {
-        outln!("# cubert bench: all checks passed");
-    } else {
-        outln!("# cubert bench: {} FAILURE(S)", failures.len());
-        for failure in &failures {
-            outln!("FAIL {failure}");
+    let mut sizes: Vec<u64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.bytes))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut columns = vec![("size", Align::Right)];
+    columns.extend(series.iter().map(|s| (s.name.as_str(), Align::Right)));
+    let mut table = Table::new(&columns);
+    for bytes in sizes {
+        let mut row = vec![size_label(bytes as usize)];
+        for s in &series {
+            row.push(
+                s.points
+                    .iter()
+                    .find(|p| p.bytes == bytes)
+                    .map(|p| format_value(p.value))
+                    .unwrap_or_default(),
+            );
         }
+        table.row(row);
     }
-    Ok(failures.len())
+    outln!();
+    outln!(
+        "# GB/s against size ({})",
+        series
+            .iter()
+            .map(|s| format!("{}: {}", s.name, s.note))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    out!("{}", table.render());
 }

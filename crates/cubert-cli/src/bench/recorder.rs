@@ -1,17 +1,22 @@
 //! Collects the figures and failures of a benchmark run and shows progress.
 //!
 //! Each figure prints as `name value unit` when measured (as the anchor scripts print
-//! theirs), failures as `FAIL message`, comments as `# text`. An indicatif bar on standard
-//! error counts the figures while standard output is a terminal; otherwise it is hidden.
+//! theirs), failures as `FAIL message`, comments as `# text`; figures that can't be
+//! measured here (no graphs on the CPU) print `# not measured: names: why` and are no
+//! failure.
+//! Points of a series (a value per size) print as `name@size value unit`. An indicatif bar
+//! on standard error counts the figures and points while standard output is a terminal;
+//! otherwise it is hidden.
 
-use crate::report::Figure;
-use crate::units::format_value;
+use crate::report::{Figure, Series, SeriesPoint};
+use crate::units::{format_value, size_label};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 
 /// Figures, failures and the progress bar of one run.
 pub struct Recorder {
     figures: Vec<Figure>,
+    series: Vec<Series>,
     failures: Vec<String>,
     progress: ProgressBar,
 }
@@ -32,6 +37,7 @@ impl Recorder {
         };
         Self {
             figures: Vec::new(),
+            series: Vec::new(),
             failures: Vec::new(),
             progress,
         }
@@ -75,13 +81,58 @@ impl Recorder {
         self.progress.inc(1);
     }
 
+    /// Records figures that can't be measured here (a backend without graphs, no trace
+    /// file): one comment, no failure.
+    pub fn not_measured(&mut self, names: &[&str], reason: &str) {
+        self.info(&format!("not measured: {}: {reason}", names.join(", ")));
+        self.progress.inc(names.len() as u64);
+    }
+
+    /// Declares a series (`unit` per point, `note` on how it was measured); points are
+    /// added with [`Self::point`]. Declaring a name again keeps the first declaration.
+    pub fn series(&mut self, name: &str, unit: &str, note: &str) {
+        if self.series.iter().all(|series| series.name != name) {
+            self.series.push(Series {
+                name: name.to_string(),
+                unit: unit.to_string(),
+                note: note.to_string(),
+                points: Vec::new(),
+            });
+        }
+    }
+
+    /// Records a measured and checked point of the series `name` at `bytes`.
+    pub fn point(&mut self, name: &str, bytes: usize, value: f64) {
+        let Some(series) = self.series.iter_mut().find(|series| series.name == name) else {
+            self.fail(&format!("{name}: a point of an undeclared series"));
+            return;
+        };
+        let line = format!(
+            "{name}@{} {} {}",
+            size_label(bytes),
+            format_value(value),
+            series.unit
+        );
+        series.points.push(SeriesPoint {
+            bytes: bytes as u64,
+            value,
+        });
+        self.print(&line);
+        self.progress.inc(1);
+    }
+
+    /// Counts a step that produced nothing (a point skipped after a failed check).
+    pub fn step(&self) {
+        self.progress.inc(1);
+    }
+
     /// Removes the progress bar.
     pub fn finish(&self) {
         self.progress.finish_and_clear();
     }
 
-    /// The figures and the failure messages.
-    pub fn into_parts(self) -> (Vec<Figure>, Vec<String>) {
-        (self.figures, self.failures)
+    /// The figures, the series and the failure messages.
+    pub fn into_parts(self) -> (Vec<Figure>, Vec<Series>, Vec<String>) {
+        (self.figures, self.series, self.failures)
     }
 }

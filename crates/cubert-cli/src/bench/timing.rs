@@ -1,4 +1,8 @@
-//! Statistics of repeated measurements.
+//! Statistics of repeated measurements, and device time through `client.profile`.
+
+use crate::error::CliResult;
+use cubert::properties::TimingMethod;
+use cubert::{ComputeClient, Runtime};
 
 /// The median of `values` (the mean of the two middle ones for an even count); NaN if empty.
 pub fn median(values: &[f64]) -> f64 {
@@ -15,6 +19,29 @@ pub fn median(values: &[f64]) -> f64 {
 /// Gigabytes (1e9 bytes) per second for `bytes` moved in `seconds`.
 pub fn gb_per_s(bytes: usize, seconds: f64) -> f64 {
     bytes as f64 / seconds.max(f64::MIN_POSITIVE) / 1e9
+}
+
+/// Seconds the device spent on what `work` queued, measured by `client.profile` (device
+/// events on backends that have them, the host clock around finished work otherwise).
+///
+/// # Errors
+/// `work`'s error, or the profile's.
+pub fn profiled_seconds<R: Runtime, E: std::error::Error>(
+    client: &ComputeClient<R>,
+    name: &str,
+    work: impl FnOnce() -> Result<(), E>,
+) -> CliResult<f64> {
+    let (outcome, duration) = client.profile(work, name)?;
+    outcome?;
+    Ok(duration.resolve_blocking()?.duration().as_secs_f64())
+}
+
+/// How `client.profile` measures on `client`'s device, for notes.
+pub fn profile_clock<R: Runtime>(client: &ComputeClient<R>) -> &'static str {
+    match client.properties().timing_method {
+        TimingMethod::Device => "device events",
+        TimingMethod::System => "host clock around the finished work",
+    }
 }
 
 #[cfg(test)]

@@ -1,42 +1,51 @@
-//! Transfers between host and device: `cubert_h2d_pageable_*`, `cubert_h2d_pinned_*`,
-//! `cubert_h2d_file_*` and `cubert_d2h_*`, in GB/s (1e9 bytes/s), 1 GiB (64 MiB quick).
+//! Transfers between host and device at 1 GiB (64 MiB quick), in GB/s (1e9 bytes/s), named
+//! like the anchors, then the size sweep (see `sweep`):
 //!
-//! - pageable: `client.create(Bytes::from_bytes_vec(vec))` then `sync`;
-//! - pinned: the same from a buffer of `client.reserve_staging` (page-locked where the
-//!   backend has pinned memory, heap memory otherwise; the note says which);
-//! - file: `client.create(Bytes::from_file(..))` of a temporary file (memory-mapped, in the
-//!   page cache after the warm-up) then `sync`;
-//! - d2h: `client.read_one(handle)`.
+//! - `cubert_h2d_pinned_*`: `client.create` of a buffer of `client.reserve_staging`
+//!   (page-locked where the backend has pinned memory, heap memory otherwise; the note says
+//!   which) then `sync`;
+//! - `cubert_h2d_pageable_*`: `client.create(Bytes::from_bytes_vec(vec))` then `sync`;
+//! - `cubert_h2d_pageable_slice_*`: `client.create_from_slice(&slice)` then `sync` (the call
+//!   copies the slice into a new buffer first: that copy is part of the time);
+//! - `cubert_h2d_file_*`: `client.create(Bytes::from_file(..))` of a temporary file
+//!   (memory-mapped, in the page cache after the warm-up) then `sync`;
+//! - `cubert_d2h_pinned_*`: `client.read_one(handle)`, which returns pooled pinned memory on
+//!   CUDA (heap memory on the CPU). The client has no read into pageable (caller-provided
+//!   or plain heap) memory, so there is no `cubert_d2h_pageable_*` figure; the note says so.
 //!
 //! Host buffers are prepared outside the timed region; the time is wall time from the call
 //! to the end of the sync (or read). Before each upload the device block is poisoned so
 //! stale data can't pass; each upload carries a different stamp every MiB and is checked
 //! at every stamp (sampled), the last one byte for byte. Every read is checked byte for
-//! byte. Median of 5 runs (3 quick) after a warm-up.
+//! byte, and its buffer is poisoned before it goes back to the pool. Median of 5 runs (3
+//! quick) after a warm-up.
 
+use super::bytes_check::{check_device, first_difference, poison_device, poison_host, stamp};
 use super::recorder::Recorder;
+use super::sweep;
 use super::timing::{gb_per_s, median};
 use crate::error::{CliError, CliResult};
 use crate::rng::mix;
 use crate::units::{GIB, MIB, size_label};
-use cubert::{AllocationProperty, Bytes, ComputeClient, Handle, Runtime, ops};
+use cubert::{AllocationProperty, Bytes, ComputeClient, Runtime};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Figures this group measures.
-pub const FIGURES: u64 = 4;
-
-/// Bytes read back around each stamp when an upload is checked by sampling.
-const SAMPLE: usize = 256;
+/// Figures this group measures (for the progress bar): the headline figures and the
+/// sweep's points.
+pub fn figures(quick: bool) -> u64 {
+    5 + sweep::points(quick)
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
-    Pageable,
     Pinned,
+    Pageable,
+    Slice,
     File,
 }
 
-/// Measures the four transfers.
+/// Measures the headline transfers, then the sweep.
 ///
 /// # Errors
 /// A runtime error that stops the group.
@@ -52,108 +61,35 @@ pub fn run<R: Runtime>(
     for (i, word) in source.chunks_exact_mut(8).enumerate() {
         word.copy_from_slice(&mix(0x7a5f, i as u64).to_le_bytes());
     }
-    upload(
+    let mut headline = sweep::Largest::default();
+    for (kind, name) in [
+        (Source::Pinned, "h2d_pinned"),
+        (Source::Pageable, "h2d_pageable"),
+        (Source::Slice, "h2d_pageable_slice"),
+        (Source::File, "h2d_file"),
+    ] {
+        let measured = upload(
+            client,
+            recorder,
+            &format!("cubert_{name}_{label}"),
+            kind,
+            reps,
+            &mut source,
+        )?;
+        match kind {
+            Source::Pinned => headline.h2d_pinned = measured,
+            Source::Pageable => headline.h2d_pageable = measured,
+            Source::Slice | Source::File => {}
+        }
+    }
+    headline.d2h = download(
         client,
         recorder,
-        &format!("cubert_h2d_pageable_{label}"),
-        Source::Pageable,
-        reps,
-        &mut source,
-    )?;
-    upload(
-        client,
-        recorder,
-        &format!("cubert_h2d_pinned_{label}"),
-        Source::Pinned,
-        reps,
-        &mut source,
-    )?;
-    upload(
-        client,
-        recorder,
-        &format!("cubert_h2d_file_{label}"),
-        Source::File,
-        reps,
-        &mut source,
-    )?;
-    download(
-        client,
-        recorder,
-        &format!("cubert_d2h_{label}"),
+        &format!("cubert_d2h_pinned_{label}"),
         reps,
         &source,
     )?;
-    Ok(())
-}
-
-/// Writes a stamp unique to `rep` at every MiB of `data`.
-fn stamp(data: &mut [u8], rep: usize) {
-    for (k, block) in data.chunks_mut(MIB).enumerate() {
-        let value = ((rep as u64) << 32 | k as u64) ^ 0x5ca1_ab1e_0000_0000;
-        let bytes = value.to_le_bytes();
-        let len = bytes.len().min(block.len());
-        block[..len].copy_from_slice(&bytes[..len]);
-    }
-}
-
-/// Fills a throwaway block of `size` bytes with 0xDEADBEEF and frees it, so the next
-/// allocation of that size (which reuses it) doesn't start with the expected bytes.
-fn poison<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<()> {
-    let block = client.empty(size)?;
-    ops::fill(client, &block, size / 4, 0xDEAD_BEEFu32)?;
-    drop(block);
-    client.sync()?;
-    Ok(())
-}
-
-/// Describes the first difference between `got` (at `offset` of the buffer) and `want`.
-fn first_difference(got: &[u8], want: &[u8], offset: usize) -> Option<String> {
-    if got.len() != want.len() {
-        return Some(format!(
-            "read {} bytes at offset {offset}, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    if got == want {
-        return None;
-    }
-    let bad = got.iter().zip(want).filter(|(g, w)| g != w).count();
-    let first = got.iter().zip(want).position(|(g, w)| g != w).unwrap_or(0);
-    Some(format!(
-        "{bad} wrong byte(s) in {} bytes at offset {offset}, first at byte {} (got {:#04x}, want {:#04x})",
-        want.len(),
-        offset + first,
-        got.get(first).copied().unwrap_or(0),
-        want.get(first).copied().unwrap_or(0)
-    ))
-}
-
-/// Checks `handle` against `want`: every byte, or `SAMPLE` bytes at every MiB.
-fn check<R: Runtime>(
-    client: &ComputeClient<R>,
-    handle: &Handle,
-    want: &[u8],
-    every_byte: bool,
-) -> CliResult<Option<String>> {
-    if every_byte {
-        let got = client.read_one(handle.clone())?;
-        return Ok(first_difference(&got, want, 0));
-    }
-    let offsets: Vec<usize> = (0..want.len()).step_by(MIB).collect();
-    let mut views = Vec::with_capacity(offsets.len());
-    for &offset in &offsets {
-        let len = SAMPLE.min(want.len() - offset);
-        views.push(handle.view(offset as u64, len as u64)?);
-    }
-    let got = client.read(views)?;
-    for (offset, bytes) in offsets.into_iter().zip(got) {
-        let len = SAMPLE.min(want.len() - offset);
-        if let Some(problem) = first_difference(&bytes, &want[offset..offset + len], offset) {
-            return Ok(Some(problem));
-        }
-    }
-    Ok(None)
+    sweep::run(client, quick, recorder, &mut source, headline)
 }
 
 /// A temporary file, removed on drop.
@@ -192,7 +128,7 @@ fn upload<R: Runtime>(
     kind: Source,
     reps: usize,
     source: &mut [u8],
-) -> CliResult<()> {
+) -> CliResult<Option<f64>> {
     recorder.start(name);
     let size = source.len();
     let file = if kind == Source::File {
@@ -207,28 +143,35 @@ fn upload<R: Runtime>(
         if file.is_none() {
             stamp(source, rep);
         }
-        poison(client, size)?;
+        poison_device(client, size)?;
+        // `None`: the slice itself is uploaded (`create_from_slice`).
         let bytes = match (&file, kind) {
-            (Some(file), _) => Bytes::from_file(&file.path, 0, size)?,
+            (Some(file), _) => Some(Bytes::from_file(&file.path, 0, size)?),
             (None, Source::Pinned) => {
                 let mut staging = client
                     .reserve_staging(&[size])
                     .pop()
                     .ok_or_else(|| CliError::failure("reserve_staging returned no buffer"))?;
                 staging.copy_from_slice(source);
-                staging
+                Some(staging)
             }
-            (None, _) => Bytes::from_bytes_vec(source.to_vec()),
+            (None, Source::Slice) => None,
+            (None, _) => Some(Bytes::from_bytes_vec(source.to_vec())),
         };
-        property = bytes.property();
+        if let Some(bytes) = &bytes {
+            property = bytes.property();
+        }
         client.sync()?;
         let start = Instant::now();
-        let handle = client.create(bytes)?;
+        let handle = match bytes {
+            Some(bytes) => client.create(bytes)?,
+            None => client.create_from_slice(source)?,
+        };
         client.sync()?;
         let elapsed = start.elapsed().as_secs_f64();
-        if let Some(problem) = check(client, &handle, source, rep == reps)? {
+        if let Some(problem) = check_device(client, &handle, source, rep == reps)? {
             recorder.skip(name, &format!("upload {rep} is wrong: {problem}"));
-            return Ok(());
+            return Ok(None);
         }
         if rep > 0 {
             seconds.push(elapsed);
@@ -236,6 +179,9 @@ fn upload<R: Runtime>(
     }
     let how = match kind {
         Source::Pageable => "client.create(Bytes::from_bytes_vec) + sync".to_string(),
+        Source::Slice => {
+            "client.create_from_slice (copies the slice, then uploads) + sync".to_string()
+        }
         Source::Pinned => format!(
             "client.create of a reserve_staging buffer ({}) + sync",
             match property {
@@ -245,13 +191,14 @@ fn upload<R: Runtime>(
         ),
         Source::File => "client.create(Bytes::from_file) of a cached temp file + sync".to_string(),
     };
+    let value = gb_per_s(size, median(&seconds));
     recorder.emit(
         name,
-        gb_per_s(size, median(&seconds)),
+        value,
         "GB/s",
         &format!("{how}, median of {reps} (every upload checked)"),
     );
-    Ok(())
+    Ok(Some(value))
 }
 
 fn download<R: Runtime>(
@@ -260,29 +207,46 @@ fn download<R: Runtime>(
     name: &str,
     reps: usize,
     source: &[u8],
-) -> CliResult<()> {
+) -> CliResult<Option<f64>> {
     recorder.start(name);
     let size = source.len();
-    let handle = client.create(Bytes::from_bytes_vec(source.to_vec()))?;
+    let handle = client.create_from_slice(source)?;
     client.sync()?;
+    let mut property = AllocationProperty::Native;
     let mut seconds = Vec::with_capacity(reps);
     for rep in 0..=reps {
         let start = Instant::now();
-        let bytes = client.read_one(handle.clone())?;
+        let mut bytes = client.read_one(handle.clone())?;
         let elapsed = start.elapsed().as_secs_f64();
-        if let Some(problem) = first_difference(&bytes, source, 0) {
+        property = bytes.property();
+        let problem = first_difference(&bytes, source, 0);
+        poison_host(&mut bytes);
+        if let Some(problem) = problem {
             recorder.skip(name, &format!("read {rep} is wrong: {problem}"));
-            return Ok(());
+            return Ok(None);
         }
         if rep > 0 {
             seconds.push(elapsed);
         }
     }
+    let into = match property {
+        AllocationProperty::Pinned => "pooled pinned memory",
+        AllocationProperty::Native => "heap memory (no pinned memory on this backend)",
+        _ => "host memory",
+    };
+    recorder.info(
+        "no cubert_d2h_pageable figure: client.read returns memory of the runtime's choosing \
+         (pooled pinned memory on CUDA), there is no read into pageable memory",
+    );
+    let value = gb_per_s(size, median(&seconds));
     recorder.emit(
         name,
-        gb_per_s(size, median(&seconds)),
+        value,
         "GB/s",
-        &format!("client.read_one into new host memory, median of {reps} (every byte checked)"),
+        &format!(
+            "client.read_one, which returns {into}, median of {reps} (every byte checked); \
+             no read into pageable memory exists, so no d2h_pageable figure"
+        ),
     );
-    Ok(())
+    Ok(Some(value))
 }

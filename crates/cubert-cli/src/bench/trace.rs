@@ -1,0 +1,242 @@
+//! Replaying an allocation trace: `cubert_trace_peak_reserved` and `cubert_trace_peak_live`
+//! (GiB), `cubert_trace_reserved_over_live` (ratio), `cubert_trace_replay_s` and
+//! `cubert_trace_replay_warm_s` (seconds), like the anchors' fragmentation probe.
+//!
+//! The trace (`alloc ID SIZE` / `free ID` lines, parsed by `AllocationTrace::parse`) is
+//! replayed through fresh clients of their own servers (so the memory reports' peaks belong
+//! to the trace): `client.empty(size)` per alloc, the handle kept by id, dropped per free,
+//! then `sync`.
+//!
+//! The replays run inside `client.exclusive`, so every event reaches the allocator in trace
+//! order, as in the peers' allocators. Peak reserved is the server's `peak_bytes_reserved`
+//! after the first replay; peak live is the trace's largest sum of live requested sizes.
+//! The replay time is wall time over all events including the final sync: from an empty
+//! cache (`replay_s`, the anchors' "cold" replay) and once more with the cache populated
+//! (`replay_warm_s`).
+//!
+//! A third replay runs on another fresh client in the configured (threaded) mode, without
+//! `exclusive`; its time and peaks are printed as a comment. There the caller runs ahead of
+//! the device's runner thread, and a dropped handle is freed as soon as its allocation ran,
+//! possibly before allocations the caller issued earlier: a trace of bare allocations whose
+//! memory is never used then needs far less memory than the trace says, depending on
+//! timing, which makes it no measure of the allocator.
+//!
+//! On the CPU backend the server's memory limit is raised to twice the live peak plus 1 GiB:
+//! `empty` never touches memory and large blocks are lazily committed memory maps, so a
+//! 20 GiB trace replays on a machine with less physical memory.
+//!
+//! Checks: no error at the sync (no allocation failed); replayed in order, the server's
+//! peak bytes in use (requested bytes of live allocations) equals the trace's live peak;
+//! every allocation is freed at the end of each replay.
+
+use super::recorder::Recorder;
+use crate::backend::CliRuntime;
+use crate::error::{CliError, CliResult};
+use crate::units::GIB;
+use cubert::memory::trace::{AllocationTrace, TraceEvent};
+use cubert::{ComputeClient, Handle};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// Figures this group measures.
+pub const FIGURES: u64 = 5;
+
+const PEAK_RESERVED: &str = "cubert_trace_peak_reserved";
+const PEAK_LIVE: &str = "cubert_trace_peak_live";
+const RATIO: &str = "cubert_trace_reserved_over_live";
+const REPLAY: &str = "cubert_trace_replay_s";
+const REPLAY_WARM: &str = "cubert_trace_replay_warm_s";
+const NAMES: [&str; 5] = [PEAK_RESERVED, PEAK_LIVE, RATIO, REPLAY, REPLAY_WARM];
+
+/// The trace file to replay when `--trace` isn't given: `alloc_trace.txt` of the anchors,
+/// looked for as `../shared/anchors/` or `.anchors/` (the copy the device tool carries) from
+/// the current directory and its parents, then from the source tree the binary was built
+/// from.
+pub fn default_trace() -> Option<std::path::PathBuf> {
+    let candidates = |dir: &Path| {
+        [
+            dir.join("../shared/anchors/alloc_trace.txt"),
+            dir.join(".anchors/alloc_trace.txt"),
+        ]
+    };
+    let current = std::env::current_dir().ok();
+    let from_current = current
+        .iter()
+        .flat_map(|dir| dir.ancestors())
+        .flat_map(candidates);
+    let build_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    from_current
+        .chain(candidates(&build_tree))
+        .find(|path| path.is_file())
+}
+
+/// Replays the trace at `path` (`None`: no trace was found; the figures are then not
+/// measured, which is no failure).
+///
+/// # Errors
+/// A runtime error that stops the group (an allocation failure shows at the sync).
+pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliResult<()> {
+    recorder.start(REPLAY);
+    let Some(path) = path else {
+        recorder.not_measured(
+            &NAMES,
+            "no trace file: pass --trace FILE (no ../shared/anchors/alloc_trace.txt or \
+             .anchors/alloc_trace.txt was found)",
+        );
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| CliError::from(error).context(path.display()))?;
+    let trace = match AllocationTrace::parse(&text) {
+        Ok(trace) => trace,
+        Err(error) => {
+            for name in NAMES {
+                recorder.skip(name, &format!("{}: {error}", path.display()));
+            }
+            return Ok(());
+        }
+    };
+    let allocs = trace
+        .events
+        .iter()
+        .filter(|event| matches!(event, TraceEvent::Alloc { .. }))
+        .count();
+    recorder.info(&format!(
+        "trace {}: {} events, {allocs} allocations, peak live {} bytes",
+        path.display(),
+        trace.events.len(),
+        trace.peak_live_bytes
+    ));
+    let room = trace
+        .peak_live_bytes
+        .saturating_mul(2)
+        .saturating_add(GIB as u64);
+
+    // In trace order, as the peers' allocators see the events.
+    let ordered = R::isolated_client(room)?;
+    let memory = ordered.properties().memory.total_memory;
+    if trace.peak_live_bytes > memory {
+        recorder.not_measured(
+            &NAMES,
+            &format!(
+                "the trace's live peak of {} bytes exceeds the device's {memory} bytes",
+                trace.peak_live_bytes
+            ),
+        );
+        return Ok(());
+    }
+    let cold = ordered.exclusive(|| replay(&ordered, &trace))??;
+    let report = ordered.memory_report()?;
+    let warm = ordered.exclusive(|| replay(&ordered, &trace))??;
+    let leftover = ordered.memory_usage()?;
+    drop(ordered);
+
+    // As a threaded client issues them: the caller runs ahead of the runner thread.
+    let threaded = R::isolated_client(room)?;
+    let threaded_seconds = replay(&threaded, &trace)?;
+    let threaded_report = threaded.memory_report()?;
+    let usage = threaded.memory_usage()?;
+    drop(threaded);
+
+    let peak_live = trace.peak_live_bytes;
+    let problem = if report.peak_bytes_in_use != peak_live {
+        Some(format!(
+            "replayed in order, the server's peak bytes in use is {}, the trace's live peak \
+             {peak_live}",
+            report.peak_bytes_in_use
+        ))
+    } else if let Some(live) = [leftover, usage]
+        .into_iter()
+        .find(|usage| usage.number_allocs != 0 || usage.bytes_in_use != 0)
+    {
+        Some(format!(
+            "{} allocation(s) of {} bytes still live after a replay",
+            live.number_allocs, live.bytes_in_use
+        ))
+    } else if peak_live == 0 {
+        Some("the trace allocates nothing".to_string())
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        for name in NAMES {
+            recorder.skip(name, &problem);
+        }
+        return Ok(());
+    }
+    let gib = |bytes: u64| bytes as f64 / GIB as f64;
+    recorder.info(&format!(
+        "threaded replay (frees reach the allocator as soon as dropped, possibly before \
+         allocations issued earlier): {threaded_seconds:.4} s, peak in use {:.3} GiB, peak \
+         reserved {:.3} GiB",
+        gib(threaded_report.peak_bytes_in_use),
+        gib(threaded_report.peak_bytes_reserved)
+    ));
+    let file = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    recorder.emit(
+        PEAK_RESERVED,
+        gib(report.peak_bytes_reserved),
+        "GiB",
+        &format!(
+            "peak_bytes_reserved of a fresh server after replaying {file} in trace order \
+             (client.exclusive; {} device allocations)",
+            report.storage_allocations
+        ),
+    );
+    recorder.emit(
+        PEAK_LIVE,
+        gib(peak_live),
+        "GiB",
+        "largest sum of live requested sizes over the trace (the parser's; the server's \
+         peak in use matched it)",
+    );
+    recorder.emit(
+        RATIO,
+        report.peak_bytes_reserved as f64 / peak_live as f64,
+        "ratio",
+        "peak reserved / peak live requested, replayed in trace order",
+    );
+    recorder.emit(
+        REPLAY,
+        cold,
+        "s",
+        &format!(
+            "{} events (client.empty / drop) in trace order + sync, wall, from an empty cache",
+            trace.events.len()
+        ),
+    );
+    recorder.emit(
+        REPLAY_WARM,
+        warm,
+        "s",
+        "the same replay again, the cache populated",
+    );
+    Ok(())
+}
+
+/// Replays `trace` on `client`; returns the wall seconds including the final sync.
+fn replay<R: CliRuntime>(client: &ComputeClient<R>, trace: &AllocationTrace) -> CliResult<f64> {
+    let mut live: HashMap<u64, Handle> = HashMap::new();
+    let start = Instant::now();
+    for event in &trace.events {
+        match *event {
+            TraceEvent::Alloc { id, size } => {
+                let size = usize::try_from(size).map_err(|_| {
+                    CliError::failure(format!("allocation {id} of {size} bytes is too large"))
+                })?;
+                live.insert(id, client.empty(size)?);
+            }
+            TraceEvent::Free { id } => {
+                live.remove(&id);
+            }
+        }
+    }
+    client.sync()?;
+    let seconds = start.elapsed().as_secs_f64();
+    drop(live);
+    Ok(seconds)
+}
