@@ -384,6 +384,16 @@ impl ServerError {
             backtrace: BackTrace::capture(),
         }
     }
+
+    /// A [`ServerError::Unsupported`] for `operation` on the server type `S`, named by its
+    /// type name without the module path (`CpuServer`).
+    pub fn unsupported_by<S: ?Sized>(operation: impl Into<String>) -> Self {
+        let full = std::any::type_name::<S>();
+        // The name without its path; a generic type keeps its parameters.
+        let base = full.split('<').next().unwrap_or(full);
+        let start = base.rfind("::").map_or(0, |index| index + 2);
+        Self::unsupported(operation, full.get(start..).unwrap_or(full))
+    }
 }
 
 impl LaunchError {
@@ -414,6 +424,16 @@ impl From<ServerError> for ProfileError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unsupported_by_names_the_server_type_without_its_path() {
+        struct ExampleServer;
+        let error = ServerError::unsupported_by::<ExampleServer>("graph capture");
+        assert_eq!(
+            error.to_string(),
+            "`graph capture` is not supported by the ExampleServer backend"
+        );
+    }
 
     #[test]
     fn errors_round_trip_through_json_without_backtrace() {

@@ -32,6 +32,7 @@ pub mod ops;
 pub mod profile;
 pub mod properties;
 pub mod runtime;
+mod scoped_bytes;
 pub mod server;
 pub mod shape;
 pub mod storage;

@@ -106,17 +106,20 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts).map(|layout| layout.memory)
     }
 
-    /// Copies `slice` into new device memory. Prefer [`Self::create`] with owned
-    /// [`Bytes`], which saves a host copy.
+    /// Copies `slice` into new device memory. The upload reads `slice` in place (no host
+    /// copy first), so this returns once the device's queue has read it: unlike
+    /// [`Self::create`], it waits for the work queued before it.
     ///
     /// # Errors
     /// As [`Self::create`].
     pub fn create_from_slice(&self, slice: &[u8]) -> Result<Handle, IoError> {
-        let layouts = self.do_create(
-            vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
-            vec![Bytes::from_bytes_vec(slice.to_vec())],
-            false,
-        )?;
+        let layouts = Bytes::scoped(slice, |bytes| {
+            self.do_create(
+                vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
+                vec![bytes],
+                false,
+            )
+        })?;
         Self::single(layouts).map(|layout| layout.memory)
     }
 
@@ -141,7 +144,8 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts)
     }
 
-    /// Like [`Self::create_tensor`], copying from a slice.
+    /// Like [`Self::create_tensor`], reading `slice` in place as
+    /// [`Self::create_from_slice`] does (and so waiting for the queue to read it).
     ///
     /// # Errors
     /// As [`Self::create_tensor`].
@@ -151,11 +155,10 @@ impl<R: Runtime> ComputeClient<R> {
         shape: impl Into<Shape>,
         elem_size: usize,
     ) -> Result<MemoryLayout, IoError> {
-        let layouts = self.do_create(
-            vec![MemoryLayoutDescriptor::optimized(shape, elem_size)],
-            vec![Bytes::from_bytes_vec(slice.to_vec())],
-            false,
-        )?;
+        let descriptor = MemoryLayoutDescriptor::optimized(shape, elem_size);
+        let layouts = Bytes::scoped(slice, |bytes| {
+            self.do_create(vec![descriptor], vec![bytes], false)
+        })?;
         Self::single(layouts)
     }
 

@@ -177,7 +177,7 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// # Errors
     /// [`ServerError::Unsupported`] on backends without graphs.
     fn start_capture(&mut self, _stream: StreamId) -> Result<(), ServerError> {
-        Err(ServerError::unsupported("graph capture", "this"))
+        Err(ServerError::unsupported_by::<Self>("graph capture"))
     }
 
     /// Ends the capture on `stream`: the graph's id and the memory it uses (which must stay
@@ -186,7 +186,7 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// # Errors
     /// [`ServerError::Unsupported`] on backends without graphs, or the backend's error.
     fn end_capture(&mut self, _stream: StreamId) -> Result<CapturedGraph, ServerError> {
-        Err(ServerError::unsupported("graph capture", "this"))
+        Err(ServerError::unsupported_by::<Self>("graph capture"))
     }
 
     /// Replays graph `graph` on `stream`.
@@ -194,7 +194,7 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// # Errors
     /// [`ServerError::Unsupported`] on backends without graphs, or an unknown graph.
     fn replay(&mut self, _graph: u64, _stream: StreamId) -> Result<(), ServerError> {
-        Err(ServerError::unsupported("graph replay", "this"))
+        Err(ServerError::unsupported_by::<Self>("graph replay"))
     }
 
     /// Frees graph `graph`.
