@@ -268,12 +268,21 @@ impl BlockPool {
         if block_size < size {
             return false;
         }
+        // Mid-size requests share segments made to be split: any fitting block will do.
+        let shared = match self.policy.segments {
+            SegmentRule::Tiered {
+                mid_request,
+                mid_segment,
+                ..
+            } => size <= mid_request && block_size <= mid_segment,
+            SegmentRule::Fixed(_) | SegmentRule::Exact => false,
+        };
         match self.policy.max_split_waste {
-            Some(fraction) => {
+            Some(fraction) if !shared => {
                 let allowed = self.policy.min_split.max((fraction * size as f64) as u64);
                 block_size - size <= allowed
             }
-            None => true,
+            _ => true,
         }
     }
 
@@ -600,6 +609,17 @@ impl BlockPool {
         } else {
             self.pending.insert(key);
         }
+    }
+
+    /// Bytes of segments with no used block: what [`Self::release_segments`] could give
+    /// back at most (blocks still awaited by a stream stay).
+    pub fn idle_segment_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .flatten()
+            .filter(|segment| segment.used_blocks == 0)
+            .map(|segment| segment.size)
+            .sum()
     }
 
     /// Gives back every segment with no used block whose points are complete and for which
