@@ -5,7 +5,11 @@
 //! OS zeroes lazily page by page, so a large allocation costs nothing until it is touched.
 //! Zeroed memory means a kernel reading memory nobody wrote reads zeros, never
 //! uninitialized bytes.
+//!
+//! For tests, [`HostStorage::with_fault_plan`] makes chosen allocations fail (see
+//! [`crate::fault`]).
 
+use crate::fault::FaultPlan;
 use cubert_runtime::IoError;
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::storage::{ComputeStorage, StorageHandle, StorageId};
@@ -45,6 +49,18 @@ impl Allocation {
 pub struct HostStorage {
     allocations: HashMap<StorageId, Allocation>,
     next_id: u64,
+    faults: Option<FaultPlan>,
+}
+
+impl HostStorage {
+    /// A storage whose allocations fail where `plan` says (fault injection for tests).
+    pub fn with_fault_plan(plan: FaultPlan) -> Self {
+        Self {
+            allocations: HashMap::new(),
+            next_id: 0,
+            faults: Some(plan),
+        }
+    }
 }
 
 // SAFETY: the storage exclusively owns its allocations; the pointers are only dereferenced
@@ -90,6 +106,9 @@ impl ComputeStorage for HostStorage {
     }
 
     fn alloc(&mut self, size: u64) -> Result<StorageId, IoError> {
+        if let Some(error) = self.faults.as_ref().and_then(|plan| plan.on_alloc(size)) {
+            return Err(error);
+        }
         let out_of_memory = |reason: String| IoError::OutOfMemory {
             requested: size,
             reserved: 0,
@@ -119,7 +138,13 @@ impl ComputeStorage for HostStorage {
     }
 
     fn dealloc(&mut self, id: StorageId) {
-        if let Some(Allocation::Heap { ptr, layout }) = self.allocations.remove(&id) {
+        let Some(allocation) = self.allocations.remove(&id) else {
+            return;
+        };
+        if let Some(plan) = &self.faults {
+            plan.on_dealloc(allocation.len() as u64);
+        }
+        if let Allocation::Heap { ptr, layout } = allocation {
             // SAFETY: the pointer came from `alloc_zeroed` with this layout and is freed once
             // (it was just removed from the map).
             unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
@@ -170,6 +195,23 @@ mod tests {
         let bytes = unsafe { std::slice::from_raw_parts(resource.as_ptr(), resource.len()) };
         assert!(bytes.iter().step_by(4093).all(|b| *b == 0));
         storage.dealloc(id);
+    }
+
+    #[test]
+    fn fault_plan_fails_chosen_allocations_and_sees_deallocations() {
+        let plan = FaultPlan::new();
+        let mut storage = HostStorage::with_fault_plan(plan.clone());
+        plan.fail_attempts([1]);
+        let first = storage.alloc(100).unwrap();
+        let error = storage.alloc(200).unwrap_err();
+        assert!(matches!(error, IoError::OutOfMemory { .. }), "{error}");
+        let third = storage.alloc(300).unwrap();
+        assert_ne!(first, third);
+        storage.dealloc(first);
+        assert_eq!((plan.attempts(), plan.injected()), (3, 1));
+        let events = plan.take_events();
+        assert_eq!(events.len(), 4);
+        assert_eq!(events[3], crate::fault::StorageEvent::Dealloc { size: 100 });
     }
 
     #[test]

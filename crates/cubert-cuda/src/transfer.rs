@@ -38,7 +38,7 @@ pub struct StagingRing {
 unsafe impl Send for StagingRing {}
 
 /// How a strided descriptor maps onto copies.
-enum CopyShape {
+pub(crate) enum CopyShape {
     Contiguous,
     Pitched {
         width: usize,
@@ -48,7 +48,7 @@ enum CopyShape {
     Runs,
 }
 
-fn classify(descriptor: &CopyDescriptor) -> CopyShape {
+pub(crate) fn classify(descriptor: &CopyDescriptor) -> CopyShape {
     if descriptor.is_contiguous() {
         return CopyShape::Contiguous;
     }
@@ -315,7 +315,7 @@ impl CudaServer {
             self.use_on(descriptor.handle.id(), stream)?;
             let mut host = match self.pinned.take(dense) {
                 Ok(pinned) => pinned,
-                Err(_) => Bytes::zeroed(dense),
+                Err(_) => Bytes::try_zeroed(dense)?,
             };
             if dense > 0 {
                 self.copy_to_host(descriptor, resource.ptr, &mut host, raw)?;

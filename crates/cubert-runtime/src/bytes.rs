@@ -8,6 +8,8 @@
 //! element type (so `Vec<f32>` converts without a copy), a private copy-on-write memory map
 //! of a file, or a backend's buffer (pinned host memory) that is returned to its pool on drop.
 
+use crate::backtrace::BackTrace;
+use crate::error::IoError;
 use bytemuck::Pod;
 use std::fmt;
 use std::fs::File;
@@ -108,6 +110,30 @@ impl Bytes {
             }),
             len,
         }
+    }
+
+    /// Like [`Bytes::zeroed`], but an allocation the host can't make is an error instead of
+    /// aborting the process: for buffers whose size comes from a caller (a broadcast read
+    /// of a huge shape).
+    ///
+    /// # Errors
+    /// [`IoError::OutOfMemory`] if the host memory can't be reserved.
+    pub fn try_zeroed(len: usize) -> Result<Self, IoError> {
+        let words = len.div_ceil(8);
+        let mut data: Vec<u64> = Vec::new();
+        data.try_reserve_exact(words)
+            .map_err(|error| IoError::OutOfMemory {
+                requested: len as u64,
+                reserved: 0,
+                free: 0,
+                reason: format!("host memory for {len} bytes can't be reserved: {error}"),
+                backtrace: BackTrace::capture(),
+            })?;
+        data.resize(words, 0);
+        Ok(Self {
+            controller: Box::new(VecController { data }),
+            len,
+        })
     }
 
     /// Maps `len` bytes of the file at `path`, starting at `offset`, as a private

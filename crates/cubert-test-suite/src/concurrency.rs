@@ -1,13 +1,16 @@
 //! Streams and threads: `set_stream`/`with_stream`, per-stream errors, cross-stream data,
 //! and the stress tests (many threads doing random create/read/launch/drop on one client,
-//! every read checked against a host model).
+//! or on the clients of several devices with `to_client` between them, every read checked
+//! against a host model, every workload under a deadline so a deadlock fails the test).
 
-use crate::backend::{ClientOptions, TestBackend};
+use crate::backend::{Client, ClientOptions, TestBackend};
 use crate::support::{
     XorShift, client, client_with, read_elems, settled_usage, upload, with_timeout,
 };
 use cubert_runtime::config::DeviceHandleMode;
-use cubert_runtime::{Bytes, ComputeClient, ElemType, Handle, ServerError, StreamId, ops};
+use cubert_runtime::{
+    Bytes, ComputeClient, ElemType, Handle, MemoryAllocationMode, ServerError, StreamId, ops,
+};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -430,4 +433,193 @@ pub fn stress_threads_sharing_handles_across_streams_match_host_model<B: TestBac
         lock(&slots, index).take();
     }
     assert_eq!(settled_usage::<B>(&client).number_allocs, 0);
+}
+
+/// A thread's buffer on one of several devices.
+struct OnDevice {
+    device: usize,
+    slot: Modeled,
+}
+
+/// One random step of a thread on buffers spread over `clients`' devices: create, read,
+/// copy or add (on one device), `to_client` to another device, drop, `memory_cleanup`, or a
+/// switch of this thread's allocation mode. Returns whether it read something.
+fn multi_device_step<B: TestBackend>(
+    clients: &[Client<B>],
+    rng: &mut XorShift,
+    slots: &mut Vec<OnDevice>,
+    what: &str,
+) -> bool {
+    const MAX_SLOTS: usize = 12;
+    let choice = if slots.len() < 2 { 0 } else { rng.below(100) };
+    match choice {
+        0..20 => {
+            if slots.len() >= MAX_SLOTS {
+                slots.swap_remove(rng.below(slots.len()));
+            }
+            let device = rng.below(clients.len());
+            let len = stress_len(rng);
+            let model = rng.i32s(len, 1 << 16);
+            let handle = clients[device]
+                .create(Bytes::from_slice(&model))
+                .unwrap_or_else(|error| panic!("{what}: create failed: {error}"));
+            slots.push(OnDevice {
+                device,
+                slot: Modeled { handle, model },
+            });
+            false
+        }
+        20..38 => {
+            let slot = &slots[rng.below(slots.len())];
+            check_read(&clients[slot.device], &slot.slot, what);
+            true
+        }
+        38..70 => {
+            let first = rng.below(slots.len());
+            let device = slots[first].device;
+            let same: Vec<usize> = (0..slots.len())
+                .filter(|&i| slots[i].device == device)
+                .collect();
+            let second = same[rng.below(same.len())];
+            let third = same[rng.below(same.len())];
+            let client = &clients[device];
+            let (a, b, c) = (&slots[first].slot, &slots[second].slot, &slots[third].slot);
+            if choice < 54 {
+                let len = a.model.len().min(b.model.len());
+                ops::copy(client, &a.handle, &b.handle, len, ElemType::I32)
+                    .unwrap_or_else(|error| panic!("{what}: copy refused: {error}"));
+                let copied = a.model[..len].to_vec();
+                slots[second].slot.model[..len].copy_from_slice(&copied);
+            } else {
+                let len = a.model.len().min(b.model.len()).min(c.model.len());
+                ops::add(client, &a.handle, &b.handle, &c.handle, len, ElemType::I32)
+                    .unwrap_or_else(|error| panic!("{what}: add refused: {error}"));
+                let sum: Vec<i32> = (0..len)
+                    .map(|i| a.model[i].wrapping_add(b.model[i]))
+                    .collect();
+                slots[third].slot.model[..len].copy_from_slice(&sum);
+            }
+            false
+        }
+        70..82 => {
+            let index = rng.below(slots.len());
+            let target = rng.below(clients.len());
+            let source = &slots[index];
+            let handle = clients[source.device]
+                .to_client(source.slot.handle.clone(), &clients[target], ElemType::I32)
+                .unwrap_or_else(|error| panic!("{what}: to_client failed: {error}"));
+            let model = source.slot.model.clone();
+            if slots.len() >= MAX_SLOTS {
+                slots.swap_remove(index);
+            }
+            slots.push(OnDevice {
+                device: target,
+                slot: Modeled { handle, model },
+            });
+            false
+        }
+        82..96 => {
+            slots.swap_remove(rng.below(slots.len()));
+            false
+        }
+        96..98 => {
+            let mode = if rng.coin() {
+                MemoryAllocationMode::Persistent
+            } else {
+                MemoryAllocationMode::Auto
+            };
+            clients[rng.below(clients.len())].allocation_mode(mode);
+            false
+        }
+        _ => {
+            clients[rng.below(clients.len())].memory_cleanup();
+            false
+        }
+    }
+}
+
+/// `threads` threads share one client per device (up to 3 devices), each thread on its own
+/// stream, `ops_per_thread` random steps each; every read is checked, every device ends at
+/// zero allocations, and the whole workload must end within `limit`.
+fn multi_device_stress<B: TestBackend>(
+    what: &'static str,
+    threads: usize,
+    ops_per_thread: usize,
+    limit: Duration,
+) {
+    let devices = B::device_count_for_tests().clamp(1, 3);
+    let clients: Vec<Client<B>> = (0..devices)
+        .map(|device| client_with::<B>(&ClientOptions::new().with_device(device)))
+        .collect();
+    let started = std::time::Instant::now();
+    let reads = with_timeout(limit, what, {
+        let clients = clients.clone();
+        move || {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|thread| {
+                        let clients = clients.clone();
+                        scope.spawn(move || {
+                            let mut rng = XorShift::new(9000 + thread as u64);
+                            let mut slots = Vec::new();
+                            let mut reads = 0usize;
+                            for step in 0..ops_per_thread {
+                                let what = format!("{what}: thread {thread} step {step}");
+                                reads += usize::from(multi_device_step::<B>(
+                                    &clients, &mut rng, &mut slots, &what,
+                                ));
+                            }
+                            for slot in &slots {
+                                let what = format!("{what}: thread {thread} final");
+                                check_read(&clients[slot.device], &slot.slot, &what);
+                            }
+                            drop(slots);
+                            for client in &clients {
+                                client.allocation_mode(MemoryAllocationMode::Auto);
+                                client.sync().unwrap();
+                            }
+                            reads
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|worker| worker.join().unwrap())
+                    .sum::<usize>()
+            })
+        }
+    });
+    assert!(
+        reads >= threads * ops_per_thread / 10,
+        "{what}: only {reads} reads were checked"
+    );
+    for client in &clients {
+        let usage = settled_usage::<B>(client);
+        assert_eq!(usage.number_allocs, 0, "{what}: {usage:?}");
+    }
+    eprintln!(
+        "{what}: {threads} threads x {ops_per_thread} operations on {devices} device(s) = {} \
+         operations, {reads} reads checked, 0 mismatches, no deadlock, {:.1} s",
+        threads * ops_per_thread,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Stress over several devices: 12 threads × 2,500 random operations (create, read, copy,
+/// add, `to_client`, drop, cleanup, allocation mode) on one shared client per device (up to
+/// 3), each thread on its own stream; every read matches the host model, every device ends
+/// at zero allocations; a deadlock fails after 120 s.
+pub fn stress_threads_over_several_devices_match_host_model<B: TestBackend>() {
+    multi_device_stress::<B>("stress (devices)", 12, 2_500, STRESS_LIMIT);
+}
+
+/// Long stress: 16 threads × 80,000 random operations over several devices (1,280,000
+/// operations), under a 20-minute deadline.
+pub fn long_stress_threads_over_several_devices_match_host_model<B: TestBackend>() {
+    multi_device_stress::<B>(
+        "stress (devices, long)",
+        16,
+        80_000,
+        Duration::from_secs(1200),
+    );
 }

@@ -218,6 +218,26 @@ pub fn read_tensor_with_bad_strides_is_invalid_argument<B: TestBackend>() {
     assert_eq!(fine.to_elems::<f32>(), vec![1.0; 6]);
 }
 
+/// A read that broadcasts (stride 0) a small buffer to a huge shape is valid but needs a
+/// host buffer no machine has: `OutOfMemory`, never an abort, and the client keeps working.
+pub fn huge_broadcast_read_is_out_of_memory_and_client_recovers<B: TestBackend>() {
+    let client = client::<B>();
+    let handle = upload::<B, f32>(&client, &[2.5; 4]);
+    let descriptor = CopyDescriptor::new(
+        handle.to_binding(),
+        [1usize << 44].into(),
+        Strides::from([0usize]),
+        4,
+    );
+    let result = client.read_one_tensor(descriptor);
+    assert!(
+        matches!(result, Err(ServerError::Io(IoError::OutOfMemory { .. }))),
+        "expected OutOfMemory, got {result:?}"
+    );
+    let again = client.read_one(handle).unwrap();
+    assert_eq!(again.to_elems::<f32>(), vec![2.5; 4]);
+}
+
 /// A view outside its handle is refused.
 pub fn view_outside_its_handle_is_invalid_argument<B: TestBackend>() {
     let client = client::<B>();

@@ -53,6 +53,30 @@ impl AccessChecker {
         }
     }
 
+    /// Records `count` out-of-bounds accesses at once, without making them: for the part of
+    /// a kernel's range that lies past every buffer, so a huge length is counted, not
+    /// iterated (which would keep the device busy for ages). Does nothing in unchecked mode.
+    #[cold]
+    pub fn violations_beyond(&self, count: u64, what: impl FnOnce() -> String) {
+        if count == 0 || !self.checks() {
+            return;
+        }
+        let before = self.violations.fetch_add(count, Ordering::Relaxed);
+        if before.checked_add(count).is_none() {
+            self.violations.store(u64::MAX, Ordering::Relaxed);
+        }
+        if self.mode == ExecutionMode::Validate {
+            let description = what();
+            log::warn!(
+                "kernel `{}`: {count} out-of-bounds accesses: {description}",
+                self.kernel
+            );
+            let _ = self.first.set(description);
+        } else if self.first.get().is_none() {
+            let _ = self.first.set(what());
+        }
+    }
+
     /// Number of out-of-bounds accesses so far.
     pub fn violations(&self) -> u64 {
         self.violations.load(Ordering::Relaxed)

@@ -4,7 +4,8 @@
 //! buffer covers the chunk, a raw-pointer loop runs (the compiler vectorizes it, and raw
 //! pointers stay correct when an output is also an input); otherwise each element goes
 //! through the bounds-checked `load`/`store`, so out-of-bounds elements are skipped and
-//! reported.
+//! reported. Elements past the end of every buffer are only counted ([`checked_part`]): a
+//! launch with an absurd length fails at once instead of looping over it.
 
 use super::numeric::Numeric;
 use super::{ELEMENTWISE_CUBE_DIM, with_elem};
@@ -26,6 +27,28 @@ pub fn chunk(ctx: &CubeContext<'_>, len: usize) -> Range<usize> {
     start..end
 }
 
+/// The part of `range` that runs element by element in the checked path: up to `bound`
+/// (the longest buffer), past which every one of the `accesses` accesses per element is out
+/// of bounds; those are counted as violations without being made.
+pub fn checked_part(
+    ctx: &CubeContext<'_>,
+    range: Range<usize>,
+    bound: usize,
+    accesses: u64,
+) -> Range<usize> {
+    let end = range.end.min(bound.max(range.start));
+    let beyond = (range.end - end) as u64;
+    ctx.access()
+        .violations_beyond(beyond.saturating_mul(accesses), || {
+            format!(
+                "{accesses} access(es) to each of elements {end}..{}, past the end of every \
+                 buffer ({bound} elements)",
+                range.end
+            )
+        });
+    range.start..end
+}
+
 /// `out[i] = value`.
 pub fn fill<T: Element>(name: String) -> CpuKernel {
     CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, |ctx| {
@@ -37,7 +60,7 @@ pub fn fill<T: Element>(name: String) -> CpuKernel {
             // SAFETY: the range is in bounds and only this cube writes it.
             unsafe { out.slice_mut(range) }.fill(value);
         } else {
-            for i in range {
+            for i in checked_part(ctx, range, out.len(), 1) {
                 out.store(i, value);
             }
         }
@@ -63,7 +86,7 @@ pub fn copy<T: Element>(name: String) -> CpuKernel {
                 );
             }
         } else {
-            for i in range {
+            for i in checked_part(ctx, range, src.len().max(dst.len()), 2) {
                 dst.store(i, src.load(i));
             }
         }
@@ -72,7 +95,10 @@ pub fn copy<T: Element>(name: String) -> CpuKernel {
 }
 
 /// `dst[i] = convert(src[i])`.
-fn map<S: Element, D: Element>(name: String, convert: fn(S) -> D) -> CpuKernel {
+fn map<S: Element, D: Element>(
+    name: String,
+    convert: impl Fn(S) -> D + Copy + Send + Sync + 'static,
+) -> CpuKernel {
     CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, move |ctx| {
         let len = ctx.info_usize(0)?;
         let src = ctx.buffer::<S>(0)?;
@@ -86,7 +112,7 @@ fn map<S: Element, D: Element>(name: String, convert: fn(S) -> D) -> CpuKernel {
                 unsafe { d.add(i).write(convert(s.add(i).read())) };
             }
         } else {
-            for i in range {
+            for i in checked_part(ctx, range, src.len().max(dst.len()), 2) {
                 dst.store(i, convert(src.load(i)));
             }
         }
@@ -113,8 +139,12 @@ pub fn cast(name: String, from: ElemType, to: ElemType) -> Result<CpuKernel, Lau
     })
 }
 
-/// `out[i] = op(lhs[i], rhs[i])`.
-pub fn binary<T: Numeric>(name: String, op: fn(T, T) -> T) -> CpuKernel {
+/// `out[i] = op(lhs[i], rhs[i])`. `op` is a type parameter, not a function pointer, so
+/// the loop inlines it and vectorizes.
+pub fn binary<T: Numeric>(
+    name: String,
+    op: impl Fn(T, T) -> T + Copy + Send + Sync + 'static,
+) -> CpuKernel {
     CpuKernel::new(name, ELEMENTWISE_CUBE_DIM, move |ctx| {
         let len = ctx.info_usize(0)?;
         let lhs = ctx.buffer::<T>(0)?;
@@ -130,7 +160,8 @@ pub fn binary<T: Numeric>(name: String, op: fn(T, T) -> T) -> CpuKernel {
                 unsafe { o.add(i).write(op(a.add(i).read(), b.add(i).read())) };
             }
         } else {
-            for i in range {
+            let bound = lhs.len().max(rhs.len()).max(out.len());
+            for i in checked_part(ctx, range, bound, 3) {
                 out.store(i, op(lhs.load(i), rhs.load(i)));
             }
         }

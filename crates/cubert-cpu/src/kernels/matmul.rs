@@ -7,7 +7,7 @@
 //! and vectorizes.
 
 use super::numeric::Numeric;
-use crate::kernel::{Buffer, CpuKernel};
+use crate::kernel::{Buffer, CpuKernel, CubeContext};
 use cubert_runtime::CubeDim;
 
 /// Rows and columns of an output tile (one unit per output element).
@@ -39,20 +39,29 @@ fn tile_fast<T: Numeric>(
     }
 }
 
+/// The bounds-checked tile. Indices saturate (an overflowing index is out of bounds, never
+/// wrapped into range), and the `p` loop stops where neither input has elements left; the
+/// loads it skips are counted as out-of-bounds accesses.
 fn tile_checked<T: Numeric>(
-    lhs: &Buffer<'_, T>,
-    rhs: &Buffer<'_, T>,
-    out: &Buffer<'_, T>,
+    ctx: &CubeContext<'_>,
+    (lhs, rhs, out): (&Buffer<'_, T>, &Buffer<'_, T>, &Buffer<'_, T>),
     (k, n): (usize, usize),
     rows: std::ops::Range<usize>,
     cols: std::ops::Range<usize>,
 ) {
+    // For p >= p_bound both loads are out of bounds, whatever i and j.
+    let p_bound = k.min(lhs.len().max(rhs.len().div_ceil(n.max(1))));
+    let skipped_per_element = ((k - p_bound) as u64).saturating_mul(2);
     for i in rows {
         for j in cols.clone() {
-            let total = (0..k).fold(T::zero(), |acc, p| {
-                acc.add(lhs.load(i * k + p).mul(rhs.load(p * n + j)))
+            let total = (0..p_bound).fold(T::zero(), |acc, p| {
+                let a = lhs.load(i.saturating_mul(k).saturating_add(p));
+                acc.add(a.mul(rhs.load(p.saturating_mul(n).saturating_add(j))))
             });
-            out.store(i * n + j, total);
+            ctx.access().violations_beyond(skipped_per_element, || {
+                format!("loads for p in {p_bound}..{k}, past the end of both inputs")
+            });
+            out.store(i.saturating_mul(n).saturating_add(j), total);
         }
     }
 }
@@ -75,6 +84,21 @@ pub fn matmul<T: Numeric>(name: String) -> CpuKernel {
             && m.checked_mul(n).is_some_and(|len| out.covers(&(0..len)))
             && !out.overlaps(&lhs)
             && !out.overlaps(&rhs);
+        // In the checked path, tiles past what any buffer holds are not run: an absurd
+        // `m` or `n` fails the launch at once instead of keeping the device busy for ages.
+        let (tiles_m, tiles_n) = if fast {
+            (tiles_m, tiles_n)
+        } else {
+            let longest = lhs.len().max(rhs.len()).max(out.len());
+            let (m_bound, n_bound) = (m.min(longest), n.min(longest));
+            let skipped = (m as u64)
+                .saturating_mul(n as u64)
+                .saturating_sub((m_bound as u64).saturating_mul(n_bound as u64));
+            ctx.access().violations_beyond(skipped, || {
+                format!("stores of a {m}x{n} output past the end of every buffer")
+            });
+            (m_bound.div_ceil(TILE), n_bound.div_ceil(TILE))
+        };
         for tile_y in (cube_y as usize..tiles_m).step_by(count_y.max(1) as usize) {
             for tile_x in (cube_x as usize..tiles_n).step_by(count_x.max(1) as usize) {
                 let rows = tile_y * TILE..((tile_y + 1) * TILE).min(m);
@@ -85,7 +109,7 @@ pub fn matmul<T: Numeric>(name: String) -> CpuKernel {
                     let (lhs, rhs) = unsafe { (lhs.slice(0..m * k), rhs.slice(0..k * n)) };
                     tile_fast(lhs, rhs, &out, (k, n), rows, cols);
                 } else {
-                    tile_checked(&lhs, &rhs, &out, (k, n), rows, cols);
+                    tile_checked(ctx, (&lhs, &rhs, &out), (k, n), rows, cols);
                 }
             }
         }

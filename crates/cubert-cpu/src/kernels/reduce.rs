@@ -38,7 +38,12 @@ pub fn reduce_sum<T: Numeric>(name: String) -> CpuKernel {
             .unwrap_or(usize::MAX)
             .max(1);
         let first = usize::try_from(ctx.cube_index()).unwrap_or(usize::MAX);
-        for row in (first..rows).step_by(cubes) {
+        // Rows from `bound` on touch no element of either buffer: they are counted as
+        // out-of-bounds accesses, not run (an absurd `rows` or `cols` can't keep the device
+        // busy for ages).
+        let bound = out.len().max(input.len().div_ceil(cols.max(1)));
+        let last = rows.min(bound);
+        for row in (first..last).step_by(cubes) {
             let start = row.saturating_mul(cols);
             let range = start..start.saturating_add(cols);
             let total = if input.covers(&range) && !input.overlaps(&out) {
@@ -46,9 +51,25 @@ pub fn reduce_sum<T: Numeric>(name: String) -> CpuKernel {
                 // overlap it).
                 sum(unsafe { input.slice(range) })
             } else {
-                range.fold(T::zero(), |acc, i| acc.add(input.load(i)))
+                let end = range.end.min(input.len().max(range.start));
+                ctx.access()
+                    .violations_beyond((range.end - end) as u64, || {
+                        format!("loads of elements {end}..{} of the input", range.end)
+                    });
+                (range.start..end).fold(T::zero(), |acc, i| acc.add(input.load(i)))
             };
             out.store(row, total);
+        }
+        let skipped_from = first.max(last);
+        let next =
+            first.saturating_add((skipped_from - first).div_ceil(cubes).saturating_mul(cubes));
+        if next < rows {
+            let skipped = (rows - next).div_ceil(cubes) as u64;
+            let per_row = (cols as u64).saturating_add(1);
+            ctx.access()
+                .violations_beyond(skipped.saturating_mul(per_row), || {
+                    format!("rows {next}..{rows}, past the end of both buffers")
+                });
         }
         Ok(())
     })

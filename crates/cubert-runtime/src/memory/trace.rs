@@ -4,7 +4,8 @@
 //! Blank lines and lines starting with `#` are ignored. Parsing never panics: a malformed
 //! line, a duplicate live id, a free of an unknown id or a zero size is an error naming the
 //! line. [`AllocationTrace::peak_live_bytes`] is the largest sum of live requested sizes
-//! over the trace: the floor any allocator's peak reservation is compared with.
+//! over the trace (saturated at `u64::MAX`): the floor any allocator's peak reservation is
+//! compared with.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -60,7 +61,8 @@ impl AllocationTrace {
     pub fn parse(text: &str) -> Result<Self, TraceError> {
         let mut events = Vec::new();
         let mut live: HashMap<u64, u64> = HashMap::new();
-        let (mut live_bytes, mut peak) = (0u64, 0u64);
+        // u128: the sizes of live allocations can add up past u64::MAX.
+        let (mut live_bytes, mut peak) = (0u128, 0u128);
         for (index, raw) in text.lines().enumerate() {
             let line = index + 1;
             let content = raw.trim();
@@ -84,7 +86,7 @@ impl AllocationTrace {
                     if live.insert(id, size).is_some() {
                         return Err(error(format!("id {id} is allocated twice")));
                     }
-                    live_bytes = live_bytes.saturating_add(size);
+                    live_bytes += u128::from(size);
                     peak = peak.max(live_bytes);
                     TraceEvent::Alloc { id, size }
                 }
@@ -93,7 +95,7 @@ impl AllocationTrace {
                     let size = live
                         .remove(&id)
                         .ok_or_else(|| error(format!("id {id} is freed but not allocated")))?;
-                    live_bytes -= size;
+                    live_bytes -= u128::from(size);
                     TraceEvent::Free { id }
                 }
                 Some(other) => {
@@ -110,7 +112,7 @@ impl AllocationTrace {
         }
         Ok(Self {
             events,
-            peak_live_bytes: peak,
+            peak_live_bytes: u64::try_from(peak).unwrap_or(u64::MAX),
         })
     }
 }
@@ -128,6 +130,25 @@ mod tests {
         assert_eq!(trace.events.len(), 6);
         assert_eq!(trace.events[0], TraceEvent::Alloc { id: 0, size: 100 });
         assert_eq!(trace.peak_live_bytes, 150);
+    }
+
+    /// Regression (fuzzing, `fuzz/seeds/trace/saturating`): live sizes adding up past
+    /// `u64::MAX` used to saturate the running sum, and freeing them then underflowed it
+    /// (a panic with overflow checks on).
+    #[test]
+    fn live_sizes_past_u64_max_saturate_the_peak_without_panicking() {
+        let trace =
+            AllocationTrace::parse("alloc 1 18446744073709551615\nalloc 2 5\nfree 1\nfree 2\n")
+                .unwrap();
+        assert_eq!(trace.peak_live_bytes, u64::MAX);
+        let trace = AllocationTrace::parse(&format!(
+            "alloc 1 {}\nalloc 2 {}\nfree 1\nalloc 3 7\nfree 2\nfree 3\n",
+            u64::MAX - 1,
+            u64::MAX - 1
+        ))
+        .unwrap();
+        assert_eq!(trace.events.len(), 6);
+        assert_eq!(trace.peak_live_bytes, u64::MAX);
     }
 
     #[test]
