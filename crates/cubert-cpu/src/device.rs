@@ -5,7 +5,10 @@
 //! collectives) runs and is tested on any machine.
 
 use crate::server::CpuServer;
+use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::properties::DeviceProperties;
+use cubert_runtime::tune::DeviceFingerprint;
 use cubert_runtime::{ComputeClient, Device, DeviceId, LaunchError, Runtime, ServerError};
 
 /// The `type_id` of CPU devices.
@@ -74,6 +77,51 @@ impl Runtime for CpuRuntime {
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
         crate::kernels::standard_kernel(kernel)
     }
+
+    fn standard_variants(
+        kernel: StandardKernel,
+        properties: &DeviceProperties,
+    ) -> Vec<StandardVariant> {
+        crate::kernels::standard_variants(kernel, properties)
+    }
+
+    fn standard_kernel_variant(
+        kernel: StandardKernel,
+        variant: &str,
+    ) -> Result<crate::CpuKernel, LaunchError> {
+        crate::kernels::variant_kernel(kernel, variant)
+    }
+
+    /// Virtual devices differ only by the index in their name: the fingerprint names the
+    /// host's processor instead, and the backend's version (its kernels' code).
+    fn tune_fingerprint(properties: &DeviceProperties, _info: &CpuInfo) -> DeviceFingerprint {
+        let mut kind = properties.clone();
+        kind.name = cpu_model();
+        DeviceFingerprint::new(
+            Self::name(),
+            kind.checksum(),
+            format!("cubert-cpu {}", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// The host processor's model (`/proc/cpuinfo`, read once), or the architecture if
+/// unknown.
+fn cpu_model() -> String {
+    static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|text| {
+                    text.lines()
+                        .find(|line| line.starts_with("model name"))
+                        .and_then(|line| line.split_once(':'))
+                        .map(|(_, model)| model.trim().to_string())
+                })
+                .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+        })
+        .clone()
 }
 
 /// The client of CPU device 0, the embedded default.

@@ -1,11 +1,12 @@
-//! Every standard kernel compiles with NVRTC for Hopper, in every execution mode.
+//! Every standard kernel and every autotune variant compiles with NVRTC for Hopper, in
+//! every execution mode.
 //! Needs only NVRTC (no GPU): run with `--include-ignored` where libnvrtc is installed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use cubert_cuda::kernels::standard_source;
+use cubert_cuda::kernels::{standard_source, variant_names, variant_source};
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
 use cubert_runtime::ExecutionMode;
 use cubert_runtime::elem::ElemType;
@@ -52,6 +53,47 @@ fn every_standard_kernel_compiles_for_sm_90() {
         failures[0]
     );
     eprintln!("{} kernels compiled in 2 modes", kernels.len());
+}
+
+/// Every matmul and reduce-sum variant, for every numeric type (f32 also unchecked).
+#[test]
+#[ignore = "needs NVRTC"]
+fn every_autotune_variant_compiles_for_sm_90() {
+    nvrtc_version().expect("NVRTC must be installed for this test");
+    let mut failures = Vec::new();
+    let mut compiled = 0;
+    for elem in ElemType::ALL
+        .into_iter()
+        .filter(|elem| *elem != ElemType::Bool)
+    {
+        for kernel in [
+            StandardKernel::Matmul(elem),
+            StandardKernel::ReduceSum(elem),
+        ] {
+            for variant in variant_names(kernel) {
+                let (entry, source, _) = variant_source(kernel, variant).unwrap();
+                let modes: &[ExecutionMode] = if elem == ElemType::F32 {
+                    &[ExecutionMode::Checked, ExecutionMode::Unchecked]
+                } else {
+                    &[ExecutionMode::Checked]
+                };
+                for mode in modes {
+                    let options = nvrtc_options((9, 0), *mode, &[]);
+                    match compile_cuda(&entry, &source, &options) {
+                        Ok(_) => compiled += 1,
+                        Err(log) => failures.push(format!("{entry} ({mode:?}):\n{log}")),
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first:\n{}",
+        failures.len(),
+        failures[0]
+    );
+    eprintln!("{compiled} variant compilations");
 }
 
 #[test]

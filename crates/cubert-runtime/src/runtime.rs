@@ -1,14 +1,17 @@
 //! The `Runtime` trait: a backend seen from the client.
 //!
 //! A runtime names its server and device types, enumerates devices, and builds the
-//! standard kernels so backend-generic code (tests, the CLI, benchmarks) can run the same
-//! workload everywhere.
+//! standard kernels (and their variants, for the autotuner) so backend-generic code (tests,
+//! the CLI, benchmarks) can run the same workload everywhere.
 
 use crate::client::ComputeClient;
 use crate::device::{Device, DeviceId};
 use crate::error::{LaunchError, ServerError};
+use crate::kernel::StandardVariant;
 use crate::kernel::standard::StandardKernel;
+use crate::properties::DeviceProperties;
 use crate::server::ComputeServer;
+use crate::tune::DeviceFingerprint;
 
 /// A backend: its server, its devices, its standard kernels.
 pub trait Runtime: Sized + Send + Sync + 'static {
@@ -36,6 +39,46 @@ pub trait Runtime: Sized + Send + Sync + 'static {
     fn standard_kernel(
         kernel: StandardKernel,
     ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError>;
+
+    /// The variants of `kernel` worth trying on a device with `properties`, the default
+    /// ([`StandardVariant::DEFAULT`]) first. The autotuner picks among them. Backends without
+    /// variants offer the default only.
+    fn standard_variants(
+        _kernel: StandardKernel,
+        _properties: &DeviceProperties,
+    ) -> Vec<StandardVariant> {
+        vec![StandardVariant::default_with_tile((1, 1))]
+    }
+
+    /// Builds variant `variant` (a name from [`Self::standard_variants`]) of `kernel`.
+    ///
+    /// # Errors
+    /// [`LaunchError`] for a variant the backend doesn't have, or element types it doesn't
+    /// support.
+    fn standard_kernel_variant(
+        kernel: StandardKernel,
+        variant: &str,
+    ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError> {
+        if variant == StandardVariant::DEFAULT {
+            Self::standard_kernel(kernel)
+        } else {
+            Err(LaunchError::unknown(format!(
+                "the {} backend has no variant `{variant}` of `{kernel}`",
+                Self::name()
+            )))
+        }
+    }
+
+    /// What identifies a device's kind and software stack for the autotune cache: devices
+    /// with equal fingerprints share tuning results (in memory and on disk). The default
+    /// hashes the properties and names no driver; backends add their driver version and
+    /// leave out what differs between identical devices (an index in the name).
+    fn tune_fingerprint(
+        properties: &DeviceProperties,
+        _info: &<Self::Server as ComputeServer>::Info,
+    ) -> DeviceFingerprint {
+        DeviceFingerprint::new(Self::name(), properties.checksum(), "")
+    }
 
     /// The client of `device` (the registered server, started on first use).
     ///

@@ -7,13 +7,18 @@
 //! overrun. Integer arithmetic wraps (as on GPUs); floats accumulate in their own type.
 //!
 //! Built kernels are cached, so launching a standard kernel allocates nothing to build it.
+//! Matmul and reduce-sum also have variants for the autotuner (`variants`).
 
 mod elementwise;
 mod matmul;
+mod matmul_variants;
 mod numeric;
 mod reduce;
+mod reduce_variants;
+mod variants;
 
 pub use numeric::Numeric;
+pub use variants::{standard_variants, variant_kernel};
 
 use crate::kernel::CpuKernel;
 use cubert_runtime::elem::ElemType;

@@ -1,11 +1,16 @@
 //! The standard kernels of the CUDA backend (see `cubert_runtime::kernel::standard` for
 //! their calling conventions): the template library of `library.rs` plus one `extern "C"`
 //! entry point per kernel and element type. Built kernels are cached; the compiled modules
-//! are cached by the compiler (in memory and on disk).
+//! are cached by the compiler (in memory and on disk). Matmul and reduce-sum also have
+//! variants for the autotuner (`variants.rs`).
 
 mod library;
+mod variants;
 
 pub use library::LIBRARY;
+pub use variants::{
+    VARIANT_LIBRARY, standard_variants, variant_kernel, variant_names, variant_source,
+};
 
 use crate::kernel::CudaKernel;
 use cubert_runtime::elem::ElemType;

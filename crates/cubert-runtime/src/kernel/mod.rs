@@ -9,6 +9,7 @@ mod arguments;
 mod cube;
 pub mod standard;
 mod tensor_map;
+pub mod variant;
 
 pub use arguments::{KernelArguments, MetadataBindingInfo};
 pub use cube::{CubeCount, CubeCountSelection, CubeDim, cube_count_spread};
@@ -16,6 +17,7 @@ pub use tensor_map::{
     OobFill, TensorMapBinding, TensorMapFormat, TensorMapInterleave, TensorMapMeta,
     TensorMapPrefetch, TensorMapSwizzle,
 };
+pub use variant::StandardVariant;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

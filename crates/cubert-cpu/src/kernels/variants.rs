@@ -1,0 +1,199 @@
+//! The CPU backend's variants of the standard matmul and reduce-sum, for the autotuner.
+//!
+//! Matmul variants are named `t<tm>x<tn>m<MR>n<NR>[k<kc>]`: an output tile of `tm × tn`
+//! per cube, register blocks of `MR × NR` (NR is the inner loop's vector width), and the
+//! `p` loop blocked by `kc` (see `matmul_variants`). Reduce-sum variants are named
+//! `l<lanes>r<rows>`: partial sums kept per row and rows per cube (see `reduce_variants`).
+//! The default variant is the standard kernel itself. Priorities put a few likely winners
+//! first (`minimal` tries only those).
+//!
+//! Built variants are cached like the standard kernels.
+
+use super::matmul_variants::{MatmulParams, Micro, matmul_blocked};
+use super::numeric::Numeric;
+use super::reduce_variants::reduce_rows;
+use super::{standard_kernel, with_elem};
+use crate::kernel::CpuKernel;
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::kernel::StandardVariant;
+use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::properties::DeviceProperties;
+use cubert_runtime::tune::Priority;
+use cubert_runtime::{LaunchError, Runtime as _};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// Tile of the default matmul (`kernels::matmul::TILE`), for its variant entry.
+const DEFAULT_MATMUL_TILE: u32 = 32;
+
+const MATMUL: [(&str, MatmulParams, Priority); 9] = [
+    ("t32x32m4n8", params(32, 32, 0, Micro::M4N8), Priority::High),
+    (
+        "t64x64m4n8k256",
+        params(64, 64, 256, Micro::M4N8),
+        Priority::High,
+    ),
+    (
+        "t32x64m4n16",
+        params(32, 64, 0, Micro::M4N16),
+        Priority::Normal,
+    ),
+    (
+        "t16x32m2n8",
+        params(16, 32, 0, Micro::M2N8),
+        Priority::Normal,
+    ),
+    (
+        "t64x64m8n8k128",
+        params(64, 64, 128, Micro::M8N8),
+        Priority::Normal,
+    ),
+    (
+        "t64x128m4n16k256",
+        params(64, 128, 256, Micro::M4N16),
+        Priority::Normal,
+    ),
+    (
+        "t128x128m4n8k256",
+        params(128, 128, 256, Micro::M4N8),
+        Priority::Low,
+    ),
+    ("t32x32m4n4", params(32, 32, 0, Micro::M4N4), Priority::Low),
+    (
+        "t32x128m4n8k512",
+        params(32, 128, 512, Micro::M4N8),
+        Priority::Low,
+    ),
+];
+
+const fn params(tm: usize, tn: usize, kc: usize, micro: Micro) -> MatmulParams {
+    MatmulParams { tm, tn, kc, micro }
+}
+
+/// (name, lanes, rows per cube, priority).
+const REDUCE: [(&str, usize, usize, Priority); 7] = [
+    ("l16r16", 16, 16, Priority::High),
+    ("l32r1", 32, 1, Priority::High),
+    ("l8r16", 8, 16, Priority::Normal),
+    ("l16r1", 16, 1, Priority::Normal),
+    ("l16r64", 16, 64, Priority::Normal),
+    ("l32r64", 32, 64, Priority::Low),
+    ("l4r4", 4, 4, Priority::Low),
+];
+
+/// The variants of `kernel`, the default first (matmul and reduce-sum have several; other
+/// kernels only the default).
+pub fn standard_variants(
+    kernel: StandardKernel,
+    _properties: &DeviceProperties,
+) -> Vec<StandardVariant> {
+    match kernel {
+        StandardKernel::Matmul(_) => {
+            let default = StandardVariant::default_with_tile((DEFAULT_MATMUL_TILE, 32));
+            std::iter::once(default)
+                .chain(MATMUL.iter().map(|(name, p, priority)| {
+                    StandardVariant::new(*name, (p.tn as u32, p.tm as u32), *priority)
+                }))
+                .collect()
+        }
+        StandardKernel::ReduceSum(_) => std::iter::once(StandardVariant::default_with_tile((1, 1)))
+            .chain(REDUCE.iter().map(|(name, _, rows, priority)| {
+                StandardVariant::new(*name, (*rows as u32, 1), *priority)
+            }))
+            .collect(),
+        _ => vec![StandardVariant::default_with_tile((1, 1))],
+    }
+}
+
+fn unknown(kernel: StandardKernel, variant: &str) -> LaunchError {
+    LaunchError::unknown(format!(
+        "the {} backend has no variant `{variant}` of `{kernel}`",
+        crate::CpuRuntime::name()
+    ))
+}
+
+fn numeric_elem(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError> {
+    if elem == ElemType::Bool {
+        Err(LaunchError::unknown(format!(
+            "the CPU backend has no `{kernel}` kernel: arithmetic on booleans is not defined"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+fn build_matmul<T: Numeric>(
+    kernel: StandardKernel,
+    variant: &str,
+    fallback: CpuKernel,
+) -> Result<CpuKernel, LaunchError> {
+    let (_, params, _) = MATMUL
+        .iter()
+        .find(|(name, ..)| *name == variant)
+        .ok_or_else(|| unknown(kernel, variant))?;
+    Ok(matmul_blocked::<T>(
+        format!("{kernel}/{variant}"),
+        *params,
+        fallback,
+    ))
+}
+
+fn build_reduce<T: Numeric>(
+    kernel: StandardKernel,
+    variant: &str,
+    fallback: CpuKernel,
+) -> Result<CpuKernel, LaunchError> {
+    let (_, lanes, rows, _) = REDUCE
+        .iter()
+        .find(|(name, ..)| *name == variant)
+        .ok_or_else(|| unknown(kernel, variant))?;
+    Ok(reduce_rows::<T>(
+        format!("{kernel}/{variant}"),
+        *lanes,
+        *rows,
+        fallback,
+    ))
+}
+
+fn build(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError> {
+    if variant == StandardVariant::DEFAULT {
+        return standard_kernel(kernel);
+    }
+    match kernel {
+        StandardKernel::Matmul(elem) => {
+            numeric_elem(kernel, elem)?;
+            let fallback = standard_kernel(kernel)?;
+            with_elem!(elem, T => build_matmul::<T>(kernel, variant, fallback))
+        }
+        StandardKernel::ReduceSum(elem) => {
+            numeric_elem(kernel, elem)?;
+            let fallback = standard_kernel(kernel)?;
+            with_elem!(elem, T => build_reduce::<T>(kernel, variant, fallback))
+        }
+        _ => Err(unknown(kernel, variant)),
+    }
+}
+
+/// Variant `variant` of `kernel`, built once and cached.
+///
+/// # Errors
+/// [`LaunchError`] for an unknown variant or element types without arithmetic (booleans).
+pub fn variant_kernel(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError> {
+    type Cache = Mutex<HashMap<(StandardKernel, String), CpuKernel>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let id = (kernel, variant.to_string());
+    if let Some(built) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return Ok(built.clone());
+    }
+    let built = build(kernel, variant)?;
+    cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, built.clone());
+    Ok(built)
+}
