@@ -95,6 +95,10 @@ fn print_cuda_devices() {
         Ok((major, minor)) => outln!("  nvrtc               {major}.{minor}"),
         Err(reason) => outln!("  nvrtc               {reason}"),
     }
+    match cubert::cuda::nccl::nccl_status() {
+        Ok(version) => outln!("  nccl                {version}"),
+        Err(reason) => outln!("  nccl                {reason}"),
+    }
     if !status.is_available() {
         return;
     }

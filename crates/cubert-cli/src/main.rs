@@ -5,6 +5,9 @@
 //! cubert demo [--size N]           runs every standard kernel and verifies the results
 //! cubert bench [--quick] [--only GROUP] [--json FILE] [--trace FILE] [--compare PEER.json]...
 //! cubert bench --from CUBERT.json --compare PEER.json...   compares an earlier run
+//! cubert bench tune [--shapes MxKxN,...] [--json FILE]      autotuned matmul vs default
+//! cubert bench collective [--quick] [--json FILE]          all-reduce busbw, peer copy GB/s
+//! cubert launch --nproc N [--master-addr H:P] -- CMD...    N ranks of a process group
 //! ```
 //!
 //! `--backend cpu|cuda` (default: `[runtime] backend` / `CUBERT_BACKEND`) picks the backend
@@ -20,6 +23,7 @@ mod compare;
 mod demo;
 mod error;
 mod info;
+mod launch;
 mod peers;
 mod plot;
 mod report;
@@ -65,6 +69,9 @@ enum Command {
     /// Measures allocation, transfers, launch overhead, bandwidth and an allocation trace,
     /// and compares the figures with the peers'.
     Bench {
+        /// A bench tool instead of the figures (`tune`: autotuned matmul vs the default).
+        #[command(subcommand)]
+        tool: Option<bench::tune::BenchTool>,
         /// Smaller sizes and counts: a few seconds in all.
         #[arg(long)]
         quick: bool,
@@ -93,6 +100,10 @@ enum Command {
         )]
         from: Option<PathBuf>,
     },
+    /// Starts N ranks of a process group on this host (`--nproc N -- COMMAND...`), each
+    /// with CUBERT_RANK, CUBERT_WORLD_SIZE, CUBERT_LOCAL_RANK, CUBERT_MASTER_ADDR and
+    /// NCCL_NVLS_ENABLE=0; stops them all when one fails and exits with its status.
+    Launch(launch::LaunchArgs),
 }
 
 fn run(cli: Cli) -> CliResult<ExitCode> {
@@ -100,6 +111,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
     cubert::logging::init_logging(&config.logging);
     match cli.command {
         Command::Info => info::run(cli.backend),
+        Command::Launch(args) => launch::run(args),
         Command::Demo { size } => {
             let backend = Backend::select(cli.backend)?;
             let size = usize::try_from(size)
@@ -107,6 +119,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             demo::run(backend, size)
         }
         Command::Bench {
+            tool,
             quick,
             json,
             only,
@@ -114,6 +127,12 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             compare,
             from,
         } => {
+            if let Some(bench::tune::BenchTool::Tune(args)) = tool {
+                return bench::tune::run(Backend::select(cli.backend)?, args);
+            }
+            if let Some(bench::tune::BenchTool::Collective(args)) = tool {
+                return bench::collective::run(Backend::select(cli.backend)?, args);
+            }
             if let Some(from) = from {
                 return bench::compare_only(&from, &compare);
             }
@@ -133,6 +152,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    launch::keep_nvlink_multicast_off();
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(code) => code,

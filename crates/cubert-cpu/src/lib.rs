@@ -3,7 +3,7 @@
 //! Kernels are Rust functions run once per cube ([`CpuKernel`], [`CubeContext`]); cubes are
 //! spread over one worker thread per core and units are looped inside the cube. Device
 //! memory is pooled host memory. `[cpu] devices` virtual devices (default 1) let multi-device
-//! code run on any machine.
+//! code run on any machine. [`fault`] injects storage failures for reliability tests.
 //!
 //! ```
 //! use cubert_cpu::{CpuDevice, CpuRuntime};
@@ -20,11 +20,15 @@
 
 #![warn(missing_docs)]
 
+mod collective;
 mod device;
 mod executor;
+pub mod fault;
 pub mod kernel;
 pub mod kernels;
+mod peer;
 pub mod properties;
+mod reduction;
 mod server;
 pub mod storage;
 

@@ -8,6 +8,7 @@
 
 use crate::device::{CpuDevice, CpuInfo};
 use crate::executor;
+use crate::fault::FaultPlan;
 use crate::kernel::{CpuKernel, RawBuffer};
 use crate::properties::{cpu_properties, memory_limit, worker_threads};
 use crate::storage::{HostResource, HostStorage};
@@ -64,6 +65,28 @@ impl CpuServer {
     /// # Errors
     /// [`ServerError::Generic`] if the worker threads can't be started.
     pub fn new(device: CpuDevice, config: &CubertConfig) -> Result<Self, ServerError> {
+        Self::with_storage(device, config, HostStorage::default())
+    }
+
+    /// A server for `device` whose storage allocations fail where `plan` says: fault
+    /// injection, to test how the runtime handles allocation failures (see
+    /// [`crate::fault`]). Keep a clone of `plan` to steer it and read its counts.
+    ///
+    /// # Errors
+    /// As [`CpuServer::new`].
+    pub fn with_fault_plan(
+        device: CpuDevice,
+        config: &CubertConfig,
+        plan: FaultPlan,
+    ) -> Result<Self, ServerError> {
+        Self::with_storage(device, config, HostStorage::with_fault_plan(plan))
+    }
+
+    fn with_storage(
+        device: CpuDevice,
+        config: &CubertConfig,
+        storage: HostStorage,
+    ) -> Result<Self, ServerError> {
         let threads = worker_threads(&config.cpu);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads as usize)
@@ -97,7 +120,7 @@ impl CpuServer {
             config.compilation.bounds_check,
         );
         let memory = MemoryManager::new(
-            HostStorage::default(),
+            storage,
             config.memory.options(),
             MemoryLimits {
                 max_allocation: limit,
@@ -167,7 +190,9 @@ impl CpuServer {
             // One copy into fresh memory, no zero fill first.
             return Ok(Bytes::from_bytes_vec(source[..dense].to_vec()));
         }
-        let mut bytes = Bytes::zeroed(dense);
+        // A broadcast (zero-stride) descriptor can ask for far more bytes than the buffer
+        // holds: a failed allocation is an error, not an abort.
+        let mut bytes = Bytes::try_zeroed(dense)?;
         gather(
             source,
             &descriptor.shape,
@@ -276,8 +301,89 @@ impl DeviceService for CpuServer {
     }
 }
 
+/// Collectives among the virtual devices (`crate::collective`) and direct copies between
+/// them (`crate::peer`).
 impl ServerCommunication for CpuServer {
-    const SERVER_COMM_ENABLED: bool = false;
+    const SERVER_COMM_ENABLED: bool = true;
+    type PeerSource = crate::peer::HostSource;
+    type PeerReceipt = ();
+
+    fn peer_copy_supported(_src: &ServerUtilities<Self>, _dst: &ServerUtilities<Self>) -> bool {
+        // Every virtual device's memory is host memory of this process.
+        true
+    }
+
+    fn peer_source(
+        &mut self,
+        descriptor: CopyDescriptor,
+        stream: StreamId,
+    ) -> Result<Option<Self::PeerSource>, ServerError> {
+        self.errors.take(stream)?;
+        descriptor.validate()?;
+        let resource = self.resolve(&descriptor.handle)?;
+        Ok(Some(crate::peer::HostSource::new(
+            descriptor,
+            resource.as_ptr(),
+            resource.len(),
+        )))
+    }
+
+    fn peer_pull(
+        &mut self,
+        source: Self::PeerSource,
+        target: Binding,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        // A failed allocation of the target is queued on the stream: report it here.
+        self.errors.take(stream)?;
+        let resource = self.resolve(&target)?;
+        // SAFETY: the resource covers the target binding's live bytes, which nothing else
+        // touches while this task runs (the handle isn't returned to the caller yet).
+        let bytes = unsafe { std::slice::from_raw_parts_mut(resource.as_ptr(), resource.len()) };
+        source.copy_into(bytes)
+    }
+
+    fn sync_collective(&mut self, _stream: StreamId) -> Result<(), ServerError> {
+        crate::collective::sync_collective(self)
+    }
+
+    fn comm_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
+        crate::collective::comm_init(self, device_ids)
+    }
+
+    fn all_reduce(
+        &mut self,
+        src: Binding,
+        dst: Binding,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        op: cubert_runtime::server::ReduceOperation,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::all_reduce(self, &src, dst, dtype, op, device_ids)
+    }
+
+    fn send(
+        &mut self,
+        desc: CopyDescriptor,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        device_id_dst: DeviceId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::send(self, &desc, dtype, device_id_dst, device_ids)
+    }
+
+    fn recv(
+        &mut self,
+        handle: Handle,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        device_id_src: DeviceId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::recv(self, handle.binding(), dtype, device_id_src, device_ids)
+    }
 }
 
 impl ComputeServer for CpuServer {

@@ -1,9 +1,13 @@
-//! A CUDA context owned by one server.
+//! The CUDA context of a server: the device's primary context.
 //!
-//! Each server creates its own context rather than sharing the device's primary context:
-//! a device fault (illegal address, trap) poisons the context it happened in for good, and
-//! with one context per server the fault stays with that client. Dropping the client and
-//! creating a new one gives a fresh context on the same device.
+//! Every server of a device shares the device's primary context (retained when the server
+//! starts, released when it drops), the one the CUDA runtime and libraries built on it use.
+//! NCCL binds the primary context of each device it works on (`cudaSetDevice`) and launches
+//! its kernels on the streams it is given, so streams and memory from a private context
+//! (`cuCtxCreate`) would belong to another context than its kernels; peer access, which is
+//! enabled per pair of contexts, is shared with NCCL the same way. A private context used to
+//! confine a device fault to one client, but on the drivers seen here (580, CUDA 13.0) a
+//! fault poisons CUDA for the whole process anyway (see the crate docs), so nothing is lost.
 //!
 //! A context is current per thread. [`CudaContext::bind`] makes it current on the calling
 //! thread (a cheap check when it already is); threads that don't
@@ -37,7 +41,7 @@ impl std::fmt::Debug for CudaContext {
 }
 
 impl CudaContext {
-    /// A new context on device `ordinal`.
+    /// The primary context of device `ordinal`, retained until the value drops.
     ///
     /// # Errors
     /// Why CUDA can't be used (no library, no driver, no such device), or the driver's error.
@@ -55,10 +59,11 @@ impl CudaContext {
                     crate::driver::describe(failure.error)
                 ))
             })?;
-        // SAFETY: `device` is a valid device handle; the flags select automatic scheduling.
-        let context =
-            unsafe { cudarc::driver::result::ctx::create_v4(std::ptr::null_mut(), 0, device) }
-                .during("cuCtxCreate")?;
+        let mut context: CUcontext = std::ptr::null_mut();
+        // SAFETY: `device` is a valid device handle and `context` a valid out pointer; the
+        // retain is balanced by the release in `drop`.
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) }
+            .during("cuDevicePrimaryCtxRetain")?;
         Ok(Arc::new(Self {
             context,
             device,
@@ -123,9 +128,9 @@ impl Drop for ScopedContext<'_> {
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
-        // SAFETY: the context was created by `new` and is destroyed once; every object
-        // created in it (streams, memory, modules) belongs to the server that owns this
-        // context and was dropped before it.
-        let _ = unsafe { sys::cuCtxDestroy_v2(self.context) };
+        // SAFETY: balances the retain of `new`, once; every object this server created in
+        // the context (streams, memory, modules) was dropped before it. The context itself
+        // lives on while other servers (or NCCL) hold it.
+        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
     }
 }

@@ -1,7 +1,10 @@
 //! CUDA devices and the CUDA runtime.
 
 use crate::server::CudaServer;
+use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::properties::DeviceProperties;
+use cubert_runtime::tune::DeviceFingerprint;
 use cubert_runtime::{Device, DeviceId, LaunchError, Runtime};
 
 /// The `type_id` of CUDA devices.
@@ -43,6 +46,9 @@ pub struct CudaInfo {
     pub nvrtc: Option<(i32, i32)>,
     /// Bytes of L2 cache.
     pub l2_cache_bytes: u32,
+    /// Whether `to_client` may copy directly between this GPU and its peers (`[cuda]
+    /// peer_copy`, off with `[memory] paged`).
+    pub peer_copy: bool,
 }
 
 /// The CUDA runtime.
@@ -80,5 +86,39 @@ impl Runtime for CudaRuntime {
 
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CudaKernel, LaunchError> {
         crate::kernels::standard_kernel(kernel)
+    }
+
+    fn standard_variants(
+        kernel: StandardKernel,
+        properties: &DeviceProperties,
+    ) -> Vec<StandardVariant> {
+        crate::kernels::standard_variants(kernel, properties)
+    }
+
+    fn standard_kernel_variant(
+        kernel: StandardKernel,
+        variant: &str,
+    ) -> Result<crate::CudaKernel, LaunchError> {
+        crate::kernels::variant_kernel(kernel, variant)
+    }
+
+    /// The properties (the name carries the GPU model; identical GPUs share results), the
+    /// driver and NVRTC versions, and the backend's version (its kernels' code).
+    fn tune_fingerprint(properties: &DeviceProperties, info: &CudaInfo) -> DeviceFingerprint {
+        let driver = match crate::driver::driver_status() {
+            crate::driver::DriverStatus::Available { version, .. } => {
+                format!("driver {}.{}", version / 1000, (version % 1000) / 10)
+            }
+            other => other.describe(),
+        };
+        let nvrtc = info
+            .nvrtc
+            .map(|(major, minor)| format!(", nvrtc {major}.{minor}"))
+            .unwrap_or_default();
+        DeviceFingerprint::new(
+            Self::name(),
+            properties.checksum(),
+            format!("{driver}{nvrtc}, cubert-cuda {}", env!("CARGO_PKG_VERSION")),
+        )
     }
 }

@@ -52,8 +52,8 @@ impl CudaServer {
                 "a capture is already in progress; end it first",
             ));
         }
-        // SAFETY: the context is current.
-        unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize")?;
+        // This server's work only: the device's context is shared with its other servers.
+        self.streams.synchronize_all()?;
         let raw = self.streams.raw(stream)?;
         self.next_graph += 1;
         let status_stream = StreamId::new(u64::MAX - self.next_graph);
@@ -160,10 +160,11 @@ impl CudaServer {
         if self.context.bind().is_err() {
             return;
         }
+        // Replays run on this server's streams (the context is shared with other servers).
+        let _ = self.streams.synchronize_all();
         // SAFETY: the graph and its executable were created by `finish_capture` and are
-        // destroyed once; the stream-ordered work using them is finished by the sync below.
+        // destroyed once; the stream-ordered work using them is finished by the sync above.
         unsafe {
-            sys::cuCtxSynchronize();
             sys::cuGraphExecDestroy(graph.exec);
             sys::cuGraphDestroy(graph.graph);
         }

@@ -4,11 +4,16 @@
 //! builds and its users' tests run on machines without CUDA; [`driver_status`] says whether
 //! a device can be used and, if not, why.
 //!
-//! Each server owns a CUDA context on its device; device memory is pooled by the runtime's
-//! memory manager over `cuMemAlloc`; stream ids map to non-blocking streams; uploads and
-//! downloads go through pooled pinned memory; kernels are CUDA C++ compiled by NVRTC (or
-//! PTX/cubin), cached in memory and on disk; reads, syncs and profiles resolve through
-//! events on a completion thread, never blocking the runner.
+//! Each server works in its device's primary context; device memory is pooled by the
+//! runtime's memory manager over `cuMemAlloc`; stream ids map to non-blocking streams;
+//! uploads and downloads go through pooled pinned memory; kernels are CUDA C++ compiled by
+//! NVRTC (or PTX/cubin), cached in memory and on disk; reads, syncs and profiles resolve
+//! through events on a completion thread, never blocking the runner.
+//!
+//! Several GPUs: `to_client` copies GPU to GPU directly where peer access exists (`peer`),
+//! and collectives (`all_reduce`, `send`/`recv`) go through NCCL, also loaded at run time
+//! ([`nccl::nccl_status`]), among the GPUs of one process or across processes
+//! (`collective`); see `docs/multi-device.md`.
 //!
 //! **After a device fault** (an illegal address, a trap in a kernel) every call of that
 //! client returns `ServerError::ServerUnhealthy`; nothing panics or aborts, and the rest of
@@ -19,6 +24,8 @@
 
 #![warn(missing_docs)]
 
+mod collective;
+mod communication;
 mod compiler;
 mod completion;
 mod context;
@@ -28,6 +35,8 @@ mod graph;
 mod kernel;
 pub mod kernels;
 mod launch;
+pub mod nccl;
+mod peer;
 mod prelude;
 mod properties;
 mod server;
@@ -42,6 +51,7 @@ pub use compiler::{CompileStats, compile_cuda, nvrtc_options, nvrtc_version};
 pub use device::{CUDA_DEVICE_TYPE, CudaDevice, CudaInfo, CudaRuntime, device_count};
 pub use driver::{DriverStatus, driver_status};
 pub use kernel::{CudaKernel, KernelArgs, KernelSource, MAX_BUFFERS, MAX_INFO};
+pub use peer::{DevicePeerReceipt, DevicePeerSource};
 pub use prelude::{PRELUDE, PRELUDE_VERSION};
 pub use server::CudaServer;
 pub use storage::CudaResource;

@@ -1,4 +1,4 @@
-//! The CUDA compute server: one per client device, owning its own CUDA context.
+//! The CUDA compute server: one per client device, in the device's primary context.
 //!
 //! It runs on the device's runner thread (or under the inline lock) and never waits for the
 //! device there, except where the API needs a host-visible value right away (a dynamic cube
@@ -9,6 +9,7 @@
 //! The pieces live in their own modules: `transfer` (uploads and downloads), `launch`
 //! (kernel launches), `graph` (capture and replay), `streams`, `status`, `completion`.
 
+use crate::collective::CudaCollectives;
 use crate::compiler::{Compiler, default_cache_dir};
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
@@ -34,9 +35,7 @@ use cubert_runtime::memory::{
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
-use cubert_runtime::server::{
-    CapturedGraph, ComputeServer, DeviceService, ServerCommunication, ServerUtilities,
-};
+use cubert_runtime::server::{CapturedGraph, ComputeServer, DeviceService, ServerUtilities};
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
@@ -72,6 +71,7 @@ pub struct CudaServer {
     pub(crate) graphs: HashMap<u64, GraphExec>,
     pub(crate) next_graph: u64,
     pub(crate) copy_pool: rayon::ThreadPool,
+    pub(crate) collectives: CudaCollectives,
     pub(crate) utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
@@ -99,8 +99,9 @@ impl CudaServer {
     }
 
     /// A server that presents itself as `device` but runs on GPU `ordinal`. Two servers on
-    /// one GPU with different device ids behave as two devices (each has its own context),
-    /// which lets multi-device code be tested on one GPU.
+    /// one GPU with different device ids behave as two devices (each has its own streams and
+    /// memory), which lets multi-device code be tested on one GPU (collectives excepted:
+    /// NCCL needs device i on GPU i).
     ///
     /// # Errors
     /// As [`CudaServer::new`].
@@ -142,6 +143,8 @@ impl CudaServer {
             driver: driver_status().describe(),
             nvrtc,
             l2_cache_bytes: info.l2_cache_bytes,
+            // Mapped pages are granted to their own device only: no peer copies from them.
+            peer_copy: config.cuda.peer_copy && !config.memory.paged,
         };
         let utilities = ServerUtilities::new(
             device.to_id(),
@@ -207,6 +210,7 @@ impl CudaServer {
             graphs: HashMap::new(),
             next_graph: 0,
             copy_pool,
+            collectives: CudaCollectives::default(),
             utilities: Arc::new(utilities),
             context,
         })
@@ -309,14 +313,15 @@ impl CudaServer {
         Ok(())
     }
 
-    /// Waits for all work of the context (unless a graph is being captured) and records
-    /// every stream point as complete, so every free block can be reused or released.
+    /// Waits for all work of this server's streams (unless a graph is being captured, or a
+    /// collective call still waits for its peers: its stream can't finish before they call)
+    /// and records every stream point as complete, so every free block can be reused or
+    /// released. Other servers sharing the device's context are not waited for.
     fn settle(&mut self) {
-        if self.streams.any_capturing() {
+        if self.streams.any_capturing() || self.collective_pending() {
             return;
         }
-        // SAFETY: the context is current (every caller went through `enter`).
-        match unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize") {
+        match self.streams.synchronize_all() {
             Ok(()) => self.streams.mark_all_complete(),
             Err(failure) => {
                 self.shared.observe(failure.into_server_error());
@@ -341,12 +346,15 @@ impl CudaServer {
 
 impl Drop for CudaServer {
     fn drop(&mut self) {
+        // Collective calls still waiting for their peers are abandoned (their gates open),
+        // so every stream of this server can finish.
+        self.collective_shutdown();
         if self.context.bind().is_ok() {
             // Every piece of memory, stream and module is freed after this; let the device
-            // finish with them first.
-            // SAFETY: the context is current.
-            let _ = unsafe { sys::cuCtxSynchronize() };
+            // finish with them first (only this server's streams: the context is shared).
+            let _ = self.streams.synchronize_all();
         }
+        self.collective_free_flags();
     }
 }
 
@@ -364,10 +372,6 @@ impl DeviceService for CudaServer {
             ))
         })
     }
-}
-
-impl ServerCommunication for CudaServer {
-    const SERVER_COMM_ENABLED: bool = false;
 }
 
 impl ComputeServer for CudaServer {

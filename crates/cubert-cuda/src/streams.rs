@@ -241,6 +241,26 @@ impl Streams {
         self.raw.iter().any(|raw| raw.capturing)
     }
 
+    /// Waits on the host until everything submitted on every stream of this server is
+    /// done (the first failure is returned after all were waited for). Streams being
+    /// captured into a graph are skipped (waiting on them would break the capture).
+    ///
+    /// # Errors
+    /// The driver's error (a device fault shows up here).
+    pub fn synchronize_all(&mut self) -> Result<(), DriverFailure> {
+        self.context.bind()?;
+        let mut first = Ok(());
+        for raw in self.raw.iter().filter(|raw| !raw.capturing) {
+            // SAFETY: a live stream of this context.
+            let result =
+                unsafe { sys::cuStreamSynchronize(raw.stream) }.during("cuStreamSynchronize");
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
+    }
+
     /// Waits on the host until everything submitted on `id` is done.
     ///
     /// # Errors

@@ -2,9 +2,9 @@
 //! are `#[ignore = "needs a CUDA device"]`; scripts/gpu-test runs them with
 //! `--include-ignored`.
 //!
-//! Device indices beyond the GPUs present open another context on GPU `index % count`: two
-//! contexts with different device ids act as two devices, so the multi-device tests run on
-//! one GPU too (through the host; peer copies need two GPUs).
+//! Device indices beyond the GPUs present open another server on GPU `index % count`: two
+//! servers with different device ids act as two devices, so the multi-device tests run on
+//! one GPU too (collectives excepted: they need one GPU per device, and skip otherwise).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -43,6 +43,11 @@ impl TestBackend for Cuda {
 
     fn device_count_for_tests() -> u32 {
         TEST_DEVICES
+    }
+
+    fn collective_device_count() -> u32 {
+        // NCCL refuses two ranks on one GPU: only the devices on distinct GPUs can group.
+        device_count().min(TEST_DEVICES)
     }
 
     fn with_cube_dim(kernel: CudaKernel, cube_dim: CubeDim) -> CudaKernel {

@@ -9,7 +9,8 @@
 //! Module map (one concept each): `client` (the API), `server` (the backend trait),
 //! `device_handle` (threads and queues), `stream`, `memory` (pools and the manager),
 //! `storage` (raw allocations), `layout` (tensor placement), `handle`, `bytes`, `copy`,
-//! `kernel`, `profile`, `logging`, `config`, `error`.
+//! `kernel`, `profile`, `logging`, `config`, `tune` (autotuning), `distributed` (process
+//! groups and their rendezvous), `error`.
 
 #![warn(missing_docs)]
 
@@ -20,6 +21,7 @@ pub mod config;
 pub mod copy;
 pub mod device;
 pub mod device_handle;
+pub mod distributed;
 pub mod elem;
 pub mod error;
 pub mod future;
@@ -37,6 +39,7 @@ pub mod server;
 pub mod shape;
 pub mod storage;
 pub mod stream;
+pub mod tune;
 
 pub use bytes::{AllocationProperty, Bytes};
 pub use client::ComputeClient;

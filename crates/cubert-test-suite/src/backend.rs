@@ -99,6 +99,13 @@ pub trait TestBackend: Send + Sync + 'static {
     /// tests need 2.
     fn device_count_for_tests() -> u32;
 
+    /// How many of those devices can form a collective group together (the collective and
+    /// peer-copy tests need 2). NCCL refuses two ranks on one GPU, so a backend whose test
+    /// devices share hardware says how many are distinct. Defaults to all of them.
+    fn collective_device_count() -> u32 {
+        Self::device_count_for_tests()
+    }
+
     /// `kernel` with another cube dim (to exceed the device's limits).
     fn with_cube_dim(kernel: KernelOf<Self>, cube_dim: CubeDim) -> KernelOf<Self>;
 

@@ -16,6 +16,12 @@
 //!
 //! Every test asserts bytes, shapes, counts or an error variant. Tests that need two
 //! devices say so on standard error and return when the backend has one.
+//!
+//! Long-running tests (a million model operations, ten million alloc/free cycles, a long
+//! multi-device stress) are listed apart: [`testgen!`] puts them in a `long` module and marks
+//! them `#[ignore = "long: ..."]`, so run them in release mode with
+//! `cargo test --release -p <backend crate> --test behaviour -- --ignored long::` (or
+//! `scripts/reliability-long`). See `docs/reliability.md`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -42,28 +48,35 @@ macro_rules! in_both_modes {
 mod backend;
 pub mod support;
 
+pub mod collectives;
 pub mod concurrency;
 pub mod config;
 pub mod create_read;
 pub mod device_handle;
 pub mod errors;
 pub mod launch;
+pub mod leaks;
 pub mod memory;
+pub mod model;
 pub mod multi_device;
+pub mod peer_copy;
 pub mod profiling;
 pub mod properties;
 pub mod staging;
 pub mod tensors;
+pub mod tune;
 
 pub use backend::{Client, ClientOptions, KernelOf, ResourceOf, TestBackend};
 
-/// Calls `$callback! { $args ; <every suite test, grouped by module> }`. The one list of
-/// the suite's tests: [`testgen!`] and [`ALL_TESTS`] are built from it.
+/// Calls `$callback! { $args ; [<every regular suite test, grouped by module>] [<every long
+/// test, grouped by module>] }`. The one list of the suite's tests: [`testgen!`] and
+/// [`ALL_TESTS`] are built from it.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __for_each_suite_test {
     ($callback:ident ! { $($args:tt)* }) => {
         $crate::$callback! { $($args)* ;
+            [
             create_read {
                 create_then_read_returns_the_same_bytes_threaded,
                 create_then_read_returns_the_same_bytes_inline,
@@ -118,6 +131,7 @@ macro_rules! __for_each_suite_test {
                 out_of_memory_surfaces_at_read_and_failed_handle_is_not_found,
                 data_not_matching_its_shape_is_invalid_argument,
                 read_tensor_with_bad_strides_is_invalid_argument,
+                huge_broadcast_read_is_out_of_memory_and_client_recovers,
                 view_outside_its_handle_is_invalid_argument,
                 read_of_another_device_handle_is_not_found,
                 launch_with_another_device_binding_is_refused,
@@ -149,6 +163,13 @@ macro_rules! __for_each_suite_test {
                 stress_random_ops_on_per_thread_streams_match_host_model,
                 stress_random_ops_in_inline_mode_match_host_model,
                 stress_threads_sharing_handles_across_streams_match_host_model,
+                stress_threads_over_several_devices_match_host_model,
+            }
+            model {
+                random_sequences_match_the_model,
+            }
+            leaks {
+                alloc_free_cycles_return_usage_to_baseline,
             }
             profiling {
                 profile_returns_output_and_ordered_ticks,
@@ -180,6 +201,25 @@ macro_rules! __for_each_suite_test {
                 devices_account_their_memory_separately,
                 round_trip_between_devices_preserves_bytes,
             }
+            peer_copy {
+                to_client_sees_the_kernels_queued_before_it_threaded,
+                to_client_sees_the_kernels_queued_before_it_inline,
+                source_rewritten_after_to_client_leaves_the_copy_intact_threaded,
+                source_rewritten_after_to_client_leaves_the_copy_intact_inline,
+                copy_is_ready_on_every_stream_of_the_destination,
+            }
+            collectives {
+                all_reduce_sums_and_means_every_collective_type_threaded,
+                all_reduce_sums_and_means_every_collective_type_inline,
+                chained_all_reduces_over_all_devices_compound_threaded,
+                chained_all_reduces_over_all_devices_compound_inline,
+                all_reduce_from_one_thread_per_device_is_correct,
+                send_and_recv_move_bytes_between_devices_threaded,
+                send_and_recv_move_bytes_between_devices_inline,
+                collective_arguments_are_checked_before_queuing,
+                mismatched_calls_fail_on_every_device_threaded,
+                mismatched_calls_fail_on_every_device_inline,
+            }
             staging {
                 reserve_staging_returns_usable_buffers_of_the_requested_sizes,
                 create_from_slice_pinned_round_trips,
@@ -198,6 +238,31 @@ macro_rules! __for_each_suite_test {
                 invalid_toml_warns_with_file_and_uses_defaults,
                 bad_sections_and_environment_values_are_named_in_warnings,
             }
+            tune {
+                chosen_candidate_is_the_fastest_measured,
+                failing_candidate_is_skipped,
+                second_process_finds_the_result_on_disk_and_benchmarks_nothing,
+                changed_candidate_set_tunes_again,
+                devices_of_one_kind_and_concurrent_callers_tune_a_key_once,
+                levels_select_the_candidates_tried,
+                early_stop_and_budget_bound_the_cost,
+                check_mode_skips_a_candidate_whose_output_differs,
+                every_standard_variant_matches_the_reference,
+                variant_with_an_undersized_output_fails_at_sync,
+                tuned_standard_ops_compute_the_reference,
+            }
+            ]
+            [
+            model {
+                a_million_random_operations_match_the_model,
+            }
+            leaks {
+                ten_million_alloc_free_cycles_return_usage_to_baseline,
+            }
+            concurrency {
+                long_stress_threads_over_several_devices_match_host_model,
+            }
+            ]
         }
     };
 }
@@ -208,6 +273,9 @@ macro_rules! __for_each_suite_test {
 ///
 /// `testgen!(Backend, ignore = "reason")` marks every test `#[ignore = "reason"]`, for
 /// backends that need hardware (run them with `--include-ignored`).
+///
+/// The long tests go into a module `long` (`long::model::...`), marked
+/// `#[ignore = "long: ..."]` (or with the backend's reason).
 #[macro_export]
 macro_rules! testgen {
     ($backend:ty) => {
@@ -221,7 +289,10 @@ macro_rules! testgen {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __testgen_emit {
-    ($backend:ty ; $($module:ident { $($name:ident),* $(,)? })*) => {
+    ($backend:ty ;
+        [$($module:ident { $($name:ident),* $(,)? })*]
+        [$($long_module:ident { $($long_name:ident),* $(,)? })*]
+    ) => {
         $(
             mod $module {
                 #[allow(unused_imports)]
@@ -234,13 +305,33 @@ macro_rules! __testgen_emit {
                 )*
             }
         )*
+        mod long {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                mod $long_module {
+                    #[allow(unused_imports)]
+                    use super::*;
+                    $(
+                        #[test]
+                        #[ignore = "long: run in release with `-- --ignored long::` (scripts/reliability-long)"]
+                        fn $long_name() {
+                            $crate::$long_module::$long_name::<$backend>();
+                        }
+                    )*
+                }
+            )*
+        }
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __testgen_emit_ignored {
-    ($backend:ty, $reason:literal ; $($module:ident { $($name:ident),* $(,)? })*) => {
+    ($backend:ty, $reason:literal ;
+        [$($module:ident { $($name:ident),* $(,)? })*]
+        [$($long_module:ident { $($long_name:ident),* $(,)? })*]
+    ) => {
         $(
             mod $module {
                 #[allow(unused_imports)]
@@ -254,16 +345,38 @@ macro_rules! __testgen_emit_ignored {
                 )*
             }
         )*
+        mod long {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                mod $long_module {
+                    #[allow(unused_imports)]
+                    use super::*;
+                    $(
+                        #[test]
+                        #[ignore = $reason]
+                        fn $long_name() {
+                            $crate::$long_module::$long_name::<$backend>();
+                        }
+                    )*
+                }
+            )*
+        }
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __suite_test_names {
-    (; $($module:ident { $($name:ident),* $(,)? })*) => {
-        /// Every test of the suite, as `module::name`, in the order [`testgen!`] emits them.
+    (;
+        [$($module:ident { $($name:ident),* $(,)? })*]
+        [$($long_module:ident { $($long_name:ident),* $(,)? })*]
+    ) => {
+        /// Every test of the suite, as `module::name` (long tests as `long::module::name`),
+        /// in the order [`testgen!`] emits them.
         pub const ALL_TESTS: &[&str] = &[
             $($(concat!(stringify!($module), "::", stringify!($name)),)*)*
+            $($(concat!("long::", stringify!($long_module), "::", stringify!($long_name)),)*)*
         ];
     };
 }
@@ -275,19 +388,24 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 12] = [
+    const SOURCES: [(&str, &str); 17] = [
+        ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
         ("config", include_str!("config.rs")),
         ("create_read", include_str!("create_read.rs")),
         ("device_handle", include_str!("device_handle.rs")),
         ("errors", include_str!("errors.rs")),
         ("launch", include_str!("launch.rs")),
+        ("leaks", include_str!("leaks.rs")),
         ("memory", include_str!("memory.rs")),
+        ("model", include_str!("model.rs")),
         ("multi_device", include_str!("multi_device.rs")),
+        ("peer_copy", include_str!("peer_copy.rs")),
         ("profiling", include_str!("profiling.rs")),
         ("properties", include_str!("properties.rs")),
         ("staging", include_str!("staging.rs")),
         ("tensors", include_str!("tensors.rs")),
+        ("tune", include_str!("tune.rs")),
     ];
 
     fn defined_tests() -> Vec<String> {
@@ -316,14 +434,16 @@ mod tests {
     fn every_suite_test_is_listed_once_for_testgen() {
         let defined = defined_tests();
         for name in &defined {
+            let long = format!("long::{name}");
             assert!(
-                ALL_TESTS.contains(&name.as_str()),
+                ALL_TESTS.contains(&name.as_str()) || ALL_TESTS.contains(&long.as_str()),
                 "{name} is not in the test list"
             );
         }
         for name in ALL_TESTS {
+            let plain = name.strip_prefix("long::").unwrap_or(name);
             assert!(
-                defined.iter().any(|d| d == name),
+                defined.iter().any(|d| d == plain),
                 "{name} is listed but not defined"
             );
             assert_eq!(

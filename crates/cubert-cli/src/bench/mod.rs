@@ -19,6 +19,7 @@
 mod alloc;
 mod bandwidth;
 mod bytes_check;
+pub mod collective;
 mod copy;
 mod graph;
 mod launch;
@@ -27,6 +28,7 @@ mod sweep;
 mod timing;
 mod trace;
 mod transfer;
+pub mod tune;
 
 use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
 use crate::compare;

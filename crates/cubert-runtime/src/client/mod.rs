@@ -8,8 +8,9 @@
 //!
 //! The methods are grouped by concern: `create` (uploads and empty memory), `read` (reads
 //! and resources), `launch` (kernels and profiling), `transfer` (moving data between
-//! devices, collectives).
+//! devices), `collective` (all-reduce, send/recv, process groups).
 
+mod collective;
 mod create;
 mod graph;
 mod launch;
@@ -228,7 +229,24 @@ impl<R: Runtime> ComputeClient<R> {
     pub fn flush(&self) -> Result<(), ServerError> {
         self.take_async_error()?;
         let stream = self.stream_id();
-        self.call(move |server| server.flush(stream))?
+        let result = self.call(move |server| server.flush(stream))?;
+        // A task queued before this flush that panicked is known now that the flush ran.
+        Self::first_of(self.take_async_error(), result)
+    }
+
+    /// The first of two outcomes' errors; a second error is logged, not lost silently.
+    fn first_of(
+        first: Result<(), ServerError>,
+        second: Result<(), ServerError>,
+    ) -> Result<(), ServerError> {
+        match (first, second) {
+            (Err(first), Err(second)) => {
+                log::warn!("further error: {second}");
+                Err(first)
+            }
+            (Err(error), Ok(())) | (Ok(()), Err(error)) => Err(error),
+            (Ok(()), Ok(())) => Ok(()),
+        }
     }
 
     /// A future resolved when all work queued on this stream is done, with its errors. The
@@ -240,11 +258,15 @@ impl<R: Runtime> ComputeClient<R> {
         let stream = self.stream_id();
         let logger = self.utilities.logger.clone();
         match self.call(move |server| server.sync(stream)) {
-            Ok(future) => Box::pin(async move {
-                let result = future.await;
-                logger.profile_summary();
-                result
-            }),
+            Ok(future) => {
+                // Tasks queued before this sync have run: a panic among them is known now.
+                let panicked = self.take_async_error();
+                Box::pin(async move {
+                    let result = future.await;
+                    logger.profile_summary();
+                    Self::first_of(panicked, result)
+                })
+            }
             Err(error) => ready(Err(error)),
         }
     }

@@ -106,7 +106,9 @@ fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
         let Some(rest) = name.strip_prefix("CUBERT_") else {
             continue;
         };
-        if rest == "CONFIG" {
+        // CUBERT_CONFIG names the file; the launcher's variables (CUBERT_RANK...) describe
+        // a process group, not settings.
+        if rest == "CONFIG" || crate::distributed::LAUNCH_VARIABLES.contains(&name.as_str()) {
             continue;
         }
         let rest = rest.to_ascii_lowercase();
@@ -259,6 +261,18 @@ mod tests {
         assert_eq!(loaded.config.memory.small_segment, 4 << 20);
         assert_eq!(loaded.config.runtime.backend, "cuda");
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn launcher_variables_are_not_settings() {
+        let root = tempfile::tempdir().unwrap();
+        let env: Vec<(String, String)> = crate::distributed::LAUNCH_VARIABLES
+            .iter()
+            .map(|name| (name.to_string(), "1".to_string()))
+            .collect();
+        let loaded = load_config_from(root.path(), env);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config, CubertConfig::default());
     }
 
     #[test]

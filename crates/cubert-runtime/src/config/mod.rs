@@ -29,6 +29,7 @@
 //! [cuda]
 //! memory_limit = "auto"        # device memory a client may hold; "auto" = all of it
 //! pinned_cache = "4 GiB"       # freed pinned host memory kept for reuse
+//! peer_copy = true             # to_client GPU to GPU directly (false: through the host)
 //!
 //! [profiling]
 //! level = "disabled"           # disabled | execution-only | basic | full
@@ -39,6 +40,13 @@
 //!
 //! [compilation]
 //! bounds_check = "auto"        # enforce | validate | auto (for launch_unchecked)
+//!
+//! [autotune]
+//! level = "balanced"           # off | minimal | balanced | full (CUBERT_AUTOTUNE_LEVEL)
+//! disk_cache = true            # results shared by processes (CUBERT_AUTOTUNE_DISK_CACHE)
+//! cache_dir = "/path"          # default: $XDG_CACHE_HOME or ~/.cache, /cubert/autotune
+//! budget_ms = 2000             # tuning time per key
+//! check = false                # compare every candidate's output with the first one's
 //! ```
 
 mod load;

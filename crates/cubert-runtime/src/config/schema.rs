@@ -139,6 +139,9 @@ pub struct CudaConfig {
     pub pinned_cache: u64,
     /// Row alignment in bytes of optimized (pitched) tensors; 0 uses the device's.
     pub pitch_alignment: u64,
+    /// Whether `to_client` copies GPU to GPU directly where the GPUs reach each other;
+    /// `false` sends every copy through pinned host memory.
+    pub peer_copy: bool,
 }
 
 impl Default for CudaConfig {
@@ -147,6 +150,7 @@ impl Default for CudaConfig {
             memory_limit: 0,
             pinned_cache: 4 << 30,
             pitch_alignment: 0,
+            peer_copy: true,
         }
     }
 }
@@ -267,6 +271,9 @@ pub struct AutotuneConfig {
     pub cache_dir: Option<PathBuf>,
     /// Time budget per key in milliseconds.
     pub budget_ms: u64,
+    /// Check mode: every candidate's output is compared with the first one's, and
+    /// candidates that differ are skipped.
+    pub check: bool,
 }
 
 impl Default for AutotuneConfig {
@@ -276,6 +283,7 @@ impl Default for AutotuneConfig {
             disk_cache: true,
             cache_dir: None,
             budget_ms: 2000,
+            check: false,
         }
     }
 }
@@ -380,6 +388,7 @@ impl CubertConfig {
             }
             ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
             ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes(value)?,
+            ("cuda", "peer_copy") => self.cuda.peer_copy = boolean(value)?,
             ("profiling", "level") => {
                 self.profiling.level = match text(value)?.as_str() {
                     "disabled" | "off" => ProfileLevel::Disabled,
@@ -441,6 +450,7 @@ impl CubertConfig {
                 self.autotune.cache_dir = (!path.is_empty()).then(|| PathBuf::from(path));
             }
             ("autotune", "budget_ms") => self.autotune.budget_ms = integer(value)?,
+            ("autotune", "check") => self.autotune.check = boolean(value)?,
             (section, _) if !SECTIONS.contains(&section) => {
                 return Err(format!(
                     "unknown section `{section}` (known: {})",

@@ -195,7 +195,21 @@ impl<S> Core<S> {
     }
 }
 
+thread_local! {
+    /// Whether this thread is a device's runner thread.
+    static RUNNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is the runner thread of a threaded device handle: a server
+/// task running here may wait for other threads without stopping its caller (a task of an
+/// inline handle runs on its caller's thread, which may be the one that must make the next
+/// call).
+pub fn on_runner_thread() -> bool {
+    RUNNER.with(std::cell::Cell::get)
+}
+
 fn runner_loop<S>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
+    RUNNER.with(|runner| runner.set(true));
     while let Ok(message) = recv_spinning(&receiver) {
         match message {
             Message::Task(task) => core.run(task),

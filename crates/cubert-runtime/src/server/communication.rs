@@ -1,15 +1,39 @@
-//! Communication between servers: collectives and device-to-device transfers.
+//! Communication between servers: peer copies and collectives.
 //!
-//! Backends that can talk to each other directly (NCCL on CUDA, shared host memory between
-//! virtual CPU devices) implement [`ServerCommunication`]. The defaults return
-//! `ServerError::Unsupported`, never panic, so a client can always ask.
+//! Two families of operations live here.
+//!
+//! - **Peer copies** (`to_client`): the destination pulls the bytes straight from the source
+//!   device. It is a three-step handshake, each step on the server that owns the memory it
+//!   touches, so no server ever reaches into another server's state:
+//!   1. the source's [`ServerCommunication::peer_source`] checks the source memory, orders
+//!      it after earlier work on its stream, and hands out a [`ServerCommunication::PeerSource`]
+//!      (for CUDA: address, context and an event recorded on the source stream);
+//!   2. the destination's [`ServerCommunication::peer_pull`] makes its stream wait for that
+//!      point, queues the copy into the new allocation on the destination stream (so the
+//!      allocation and the copy are ordered like any upload) and returns a
+//!      [`ServerCommunication::PeerReceipt`] (an event recorded after the copy);
+//!   3. the source's [`ServerCommunication::peer_release`] makes the source stream wait for
+//!      the receipt, so the source memory is neither rewritten nor reused before the copy
+//!      has read it.
+//!
+//!   [`ServerCommunication::peer_copy_supported`] says, without a round trip, whether two
+//!   devices can do this; otherwise `to_client` goes through the host.
+//! - **Collectives** (`comm_init`, `all_reduce`, `send`, `recv`, `sync_collective`) among a
+//!   set of devices, named by their [`DeviceId`]s ([`DeviceSet`] sorts them: a device's rank is
+//!   its position). Devices of one process are matched by `local_group`; a set of
+//!   processes (one device each, possibly on several hosts) is a [`ProcessGroup`] whose
+//!   members have the ids [`ProcessGroup::members`] returns.
+//!
+//! Every default returns [`ServerError::Unsupported`], never panics, so a client can always
+//! ask.
 
 use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;
+use crate::distributed::ProcessGroup;
 use crate::elem::ElemType;
-use crate::error::ServerError;
+use crate::error::{IoError, ServerError};
 use crate::handle::{Binding, Handle};
-use crate::properties::fnv1a;
+use crate::server::{ComputeServer, ServerUtilities};
 use crate::stream::StreamId;
 use serde::{Deserialize, Serialize};
 
@@ -21,42 +45,224 @@ pub struct CommunicationId {
 }
 
 impl From<Vec<DeviceId>> for CommunicationId {
-    fn from(mut devices: Vec<DeviceId>) -> Self {
+    fn from(devices: Vec<DeviceId>) -> Self {
+        DeviceSet::new(devices).id()
+    }
+}
+
+impl CommunicationId {
+    /// The id of the set of `devices` (any order, duplicates ignored); allocates nothing
+    /// when `devices` is already sorted without duplicates (the usual case).
+    pub fn of(devices: &[DeviceId]) -> Self {
+        if devices.windows(2).all(|pair| pair[0] < pair[1]) {
+            return Self {
+                id: hash_devices(devices),
+            };
+        }
+        DeviceSet::new(devices.to_vec()).id()
+    }
+}
+
+/// FNV-1a over each device's type and index (little-endian), without a buffer.
+fn hash_devices(devices: &[DeviceId]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for device in devices {
+        let type_id = device.type_id.to_le_bytes();
+        let index = device.index_id.to_le_bytes();
+        for byte in type_id.iter().chain(&index) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// A set of devices taking part in collectives: sorted, without duplicates. A device's
+/// rank is its position in the set.
+#[derive(Clone, Debug, Hash, Eq, PartialEq)]
+pub struct DeviceSet {
+    devices: Vec<DeviceId>,
+}
+
+impl DeviceSet {
+    /// The set of `devices` (any order, duplicates ignored).
+    pub fn new(mut devices: Vec<DeviceId>) -> Self {
         devices.sort();
         devices.dedup();
-        let mut bytes = Vec::with_capacity(devices.len() * 6);
-        for device in devices {
-            bytes.extend_from_slice(&device.type_id.to_le_bytes());
-            bytes.extend_from_slice(&device.index_id.to_le_bytes());
+        Self { devices }
+    }
+
+    /// The communicator id of this set.
+    pub fn id(&self) -> CommunicationId {
+        CommunicationId {
+            id: hash_devices(&self.devices),
         }
-        CommunicationId { id: fnv1a(&bytes) }
+    }
+
+    /// The devices, in rank order.
+    pub fn devices(&self) -> &[DeviceId] {
+        &self.devices
+    }
+
+    /// Number of devices.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// The rank of `device`, if it belongs to the set.
+    pub fn rank_of(&self, device: DeviceId) -> Option<usize> {
+        self.devices.binary_search(&device).ok()
+    }
+
+    /// Whether the set names the members of a process group (see [`ProcessGroup::members`]).
+    pub fn is_process_group(&self) -> bool {
+        self.devices
+            .iter()
+            .all(|device| device.type_id == crate::distributed::PROCESS_GROUP_DEVICE_TYPE)
+    }
+
+    /// The rank of `device`, or an error saying that it isn't in the set.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] if `device` is not in the set.
+    pub fn require_rank(&self, device: DeviceId, operation: &str) -> Result<usize, ServerError> {
+        self.rank_of(device).ok_or_else(|| {
+            IoError::invalid(format!(
+                "{operation}: {device:?} is not one of the devices {:?}; every device of the \
+                 set makes the call with the same set",
+                self.devices
+            ))
+            .into()
+        })
     }
 }
 
 /// How `all_reduce` combines values.
+///
+/// For floating-point types `Mean` is the sum divided by the number of devices. For integer
+/// types it is the sum in the element type (which wraps on overflow, exactly as `Sum` does)
+/// divided by the number of devices, rounded toward zero: NCCL's `ncclAvg`. Widen the data
+/// first if the sum can overflow.
 #[derive(Clone, Copy, Debug, Hash, Eq, PartialEq, Serialize, Deserialize)]
 pub enum ReduceOperation {
     /// Sum.
     Sum,
-    /// Arithmetic mean.
+    /// Arithmetic mean (see the type's docs for integers).
     Mean,
 }
 
-/// Direct communication between servers. Every default returns
-/// [`ServerError::Unsupported`].
+/// The element types collectives accept: those NCCL reduces. Others (`i16`, `u16`,
+/// `bool`) are refused with an error on every backend, so code tested on one backend
+/// behaves the same on the others.
+pub const COLLECTIVE_TYPES: [ElemType; 10] = [
+    ElemType::F16,
+    ElemType::BF16,
+    ElemType::F32,
+    ElemType::F64,
+    ElemType::I8,
+    ElemType::I32,
+    ElemType::I64,
+    ElemType::U8,
+    ElemType::U32,
+    ElemType::U64,
+];
+
+/// Checks that collectives support `dtype`.
+///
+/// # Errors
+/// [`ServerError::Unsupported`] naming the operation, the type and the backend.
+pub fn check_collective_type(
+    dtype: ElemType,
+    operation: &str,
+    backend: &str,
+) -> Result<(), ServerError> {
+    if COLLECTIVE_TYPES.contains(&dtype) {
+        Ok(())
+    } else {
+        Err(ServerError::unsupported(
+            format!(
+                "{operation} of {dtype} (collectives take f16, bf16, f32, f64, i8, i32, i64, u8, \
+                 u32 and u64, the types NCCL reduces)"
+            ),
+            backend,
+        ))
+    }
+}
+
+/// Direct communication between servers. See the module docs. Every default returns
+/// [`ServerError::Unsupported`] (or says "no direct path").
 pub trait ServerCommunication {
-    /// Whether `to_client` should use `send`/`recv` instead of a host round trip.
+    /// Whether this backend implements collectives (`comm_init`, `all_reduce`, `send`,
+    /// `recv`, `sync_collective`).
     const SERVER_COMM_ENABLED: bool;
 
-    /// Waits (on the device) for queued collective work before later work on `stream`.
+    /// What the source of a peer copy hands the destination (step 1).
+    type PeerSource: Send + 'static;
+
+    /// What the destination of a peer copy hands back to the source (step 2).
+    type PeerReceipt: Send + 'static;
+
+    /// Whether `to_client` can copy directly from the device of `src` to the device of `dst`
+    /// (answered from the utilities alone, without a round trip). `false` makes `to_client`
+    /// go through the host.
+    fn peer_copy_supported(_src: &ServerUtilities<Self>, _dst: &ServerUtilities<Self>) -> bool
+    where
+        Self: ComputeServer + Sized,
+    {
+        false
+    }
+
+    /// Step 1 of a peer copy, on the source: checks `descriptor`, orders its memory after the
+    /// work queued before on `stream`, and returns what the destination needs to pull it.
+    /// `Ok(None)` means this copy can't be done directly (an unusual layout): the caller goes
+    /// through the host instead.
     ///
     /// # Errors
-    /// [`ServerError::Unsupported`] by default.
+    /// The errors queued on `stream` (as a read returns them), or [`IoError::NotFound`] for
+    /// memory that isn't bound here.
+    fn peer_source(
+        &mut self,
+        _descriptor: CopyDescriptor,
+        _stream: StreamId,
+    ) -> Result<Option<Self::PeerSource>, ServerError> {
+        Ok(None)
+    }
+
+    /// Step 2 of a peer copy, on the destination: queues on `stream` the copy of `source`
+    /// into `target` (a whole allocation initialized on `stream` just before, as large as the
+    /// dense source), after the point `source` was taken at.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default; the backend's error otherwise.
+    fn peer_pull(
+        &mut self,
+        _source: Self::PeerSource,
+        _target: Binding,
+        _stream: StreamId,
+    ) -> Result<Self::PeerReceipt, ServerError> {
+        Err(ServerError::unsupported("peer copies", "this"))
+    }
+
+    /// Step 3 of a peer copy, on the source: later work on `stream` waits until the copy of
+    /// `receipt` has read the source memory. Failures are queued on `stream`.
+    fn peer_release(&mut self, _receipt: Self::PeerReceipt, _stream: StreamId) {}
+
+    /// Makes later work on `stream` wait (on the device) for every collective this server
+    /// took part in, and reports the errors of those that failed.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default; the first collective error otherwise.
     fn sync_collective(&mut self, _stream: StreamId) -> Result<(), ServerError> {
         Err(ServerError::unsupported("sync_collective", "this"))
     }
 
-    /// Sets up communication among `device_ids`.
+    /// Sets up communication among `device_ids` (devices of this process, or the members of
+    /// the process group this server joined). Idempotent.
     ///
     /// # Errors
     /// [`ServerError::Unsupported`] by default.
@@ -64,7 +270,17 @@ pub trait ServerCommunication {
         Err(ServerError::unsupported("comm_init", "this"))
     }
 
-    /// Reduces `src` over every device of `device_ids` into `dst` on each of them.
+    /// Joins `group` (one device per process, the processes meeting at the group's
+    /// rendezvous address): blocks until every rank has joined or the group's timeout.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default; a rendezvous or backend error otherwise.
+    fn comm_init_process_group(&mut self, _group: ProcessGroup) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("process groups", "this"))
+    }
+
+    /// Reduces `src` over every device of `device_ids` into `dst` on each of them, ordered
+    /// after earlier work on `stream` and before later work there.
     ///
     /// # Errors
     /// [`ServerError::Unsupported`] by default.
@@ -80,7 +296,8 @@ pub trait ServerCommunication {
         Err(ServerError::unsupported("all_reduce", "this"))
     }
 
-    /// Sends the described data to `device_id_dst`.
+    /// Sends the described (contiguous) data to `device_id_dst`, which makes the matching
+    /// `recv`; both use the communicator of `device_ids`.
     ///
     /// # Errors
     /// [`ServerError::Unsupported`] by default.
@@ -90,11 +307,12 @@ pub trait ServerCommunication {
         _dtype: ElemType,
         _stream: StreamId,
         _device_id_dst: DeviceId,
+        _device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
         Err(ServerError::unsupported("send", "this"))
     }
 
-    /// Receives data from `device_id_src` into `handle`.
+    /// Receives from `device_id_src` into `handle` (as many bytes as it holds).
     ///
     /// # Errors
     /// [`ServerError::Unsupported`] by default.
@@ -104,6 +322,7 @@ pub trait ServerCommunication {
         _dtype: ElemType,
         _stream: StreamId,
         _device_id_src: DeviceId,
+        _device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
         Err(ServerError::unsupported("recv", "this"))
     }
@@ -125,5 +344,44 @@ mod tests {
             CommunicationId::from(vec![a, b]),
             CommunicationId::from(vec![a])
         );
+    }
+
+    #[test]
+    fn communication_id_hashes_like_fnv1a_of_the_device_bytes() {
+        let devices = [DeviceId::new(1, 0), DeviceId::new(1, 7)];
+        let mut bytes = Vec::new();
+        for device in devices {
+            bytes.extend_from_slice(&device.type_id.to_le_bytes());
+            bytes.extend_from_slice(&device.index_id.to_le_bytes());
+        }
+        let expected = crate::properties::fnv1a(&bytes);
+        assert_eq!(CommunicationId::of(&devices).id, expected);
+        assert_eq!(CommunicationId::of(&[devices[1], devices[0]]).id, expected);
+    }
+
+    #[test]
+    fn ranks_follow_device_order_and_duplicates_count_once() {
+        let set = DeviceSet::new(vec![
+            DeviceId::new(1, 3),
+            DeviceId::new(1, 0),
+            DeviceId::new(1, 3),
+        ]);
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.rank_of(DeviceId::new(1, 0)), Some(0));
+        assert_eq!(set.rank_of(DeviceId::new(1, 3)), Some(1));
+        assert_eq!(set.rank_of(DeviceId::new(1, 1)), None);
+        assert!(set.require_rank(DeviceId::new(1, 1), "all_reduce").is_err());
+    }
+
+    #[test]
+    fn collective_types_are_those_nccl_reduces() {
+        for dtype in ElemType::ALL {
+            let accepted = check_collective_type(dtype, "all_reduce", "cpu").is_ok();
+            let expected = !matches!(dtype, ElemType::I16 | ElemType::U16 | ElemType::Bool);
+            assert_eq!(accepted, expected, "{dtype}");
+        }
+        let error = check_collective_type(ElemType::I16, "all_reduce", "cuda").unwrap_err();
+        assert!(matches!(error, ServerError::Unsupported { .. }), "{error}");
+        assert!(error.to_string().contains("i16"));
     }
 }

@@ -8,11 +8,18 @@
 //! [`ServerUtilities`] is what the client may read without a round trip: the device's
 //! properties, its layout policy (to mint handles on the caller's thread), its logger, and
 //! an optional pinned staging provider that works without stalling the queue.
+//!
+//! [`ServerCommunication`] (peer copies and collectives) is the part about other devices;
+//! [`local_group`] is where the collective calls of the devices of one process meet.
 
 mod communication;
+pub mod local_group;
 mod stream_errors;
 
-pub use communication::{CommunicationId, ReduceOperation, ServerCommunication};
+pub use communication::{
+    COLLECTIVE_TYPES, CommunicationId, DeviceSet, ReduceOperation, ServerCommunication,
+    check_collective_type,
+};
 pub use stream_errors::StreamErrors;
 
 use crate::bytes::Bytes;

@@ -1,0 +1,275 @@
+//! Peer copies: `to_client` from one GPU to another without a host round trip.
+//!
+//! The runtime's three-step handshake (see `cubert_runtime::server` communication docs),
+//! on CUDA:
+//!
+//! 1. **source** ([`CudaServer::peer_source_of`]): orders the source memory on its stream
+//!    and records an event there ("the bytes are written");
+//! 2. **destination** ([`CudaServer::peer_pull_into`]): enables peer access from its context
+//!    to the source's (once per pair: `cuCtxEnablePeerAccess`), makes its stream wait for
+//!    that event, queues `cuMemcpyPeerAsync` (or `cuMemcpy3DPeerAsync` for a pitched source)
+//!    into the new allocation on its own stream, and records an event ("the bytes are
+//!    read");
+//! 3. **source** ([`CudaServer::peer_release_after`]): its stream waits for that event, so
+//!    neither a later write nor the reuse of freed source memory overtakes the copy.
+//!
+//! The host never waits for the device. Devices reach each other when
+//! `cuDeviceCanAccessPeer` says so (or when both are the same GPU); otherwise, or with
+//! `[cuda] peer_copy = false` (`CUBERT_CUDA_PEER_COPY=false`, to test the other path), or
+//! with `[memory] paged = true` (mapped pages are granted to their own device only),
+//! `to_client` goes through pinned host memory.
+
+use crate::context::CudaContext;
+use crate::device::CudaInfo;
+use crate::driver::Context as _;
+use crate::server::CudaServer;
+use crate::streams::EventPool;
+use crate::transfer::{CopyShape, classify};
+use cubert_runtime::copy::CopyDescriptor;
+use cubert_runtime::{Binding, ServerError, StreamId};
+use cudarc::driver::sys::{self, CUDA_MEMCPY3D_PEER, CUdeviceptr, CUevent, CUmemorytype};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// How the source bytes lie.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    Contiguous {
+        bytes: usize,
+    },
+    Pitched {
+        width: usize,
+        height: usize,
+        pitch: usize,
+    },
+}
+
+/// What the source hands the destination (step 1).
+pub struct DevicePeerSource {
+    context: Arc<CudaContext>,
+    ptr: CUdeviceptr,
+    layout: Layout,
+    ready: Option<CUevent>,
+    events: Arc<EventPool>,
+    _binding: Binding,
+}
+
+// SAFETY: the handles belong to the source context, which the destination binds or names
+// explicitly (`cuMemcpyPeerAsync` takes both contexts); the binding keeps the source memory
+// allocated and the caller keeps the source server alive for the whole `to_client`.
+unsafe impl Send for DevicePeerSource {}
+
+impl Drop for DevicePeerSource {
+    fn drop(&mut self) {
+        if let Some(event) = self.ready.take() {
+            self.events.give_back(event);
+        }
+    }
+}
+
+/// What the destination hands back (step 2): an event after the copy.
+pub struct DevicePeerReceipt {
+    done: Option<CUevent>,
+    events: Arc<EventPool>,
+}
+
+// SAFETY: an event may be waited on from any context; its pool is thread-safe.
+unsafe impl Send for DevicePeerReceipt {}
+
+impl Drop for DevicePeerReceipt {
+    fn drop(&mut self) {
+        if let Some(event) = self.done.take() {
+            self.events.give_back(event);
+        }
+    }
+}
+
+/// Whether GPUs `from` and `to` can copy directly (asked once per pair).
+fn can_access_peer(from: u32, to: u32) -> bool {
+    if from == to {
+        return true;
+    }
+    static ANSWERS: OnceLock<Mutex<HashMap<(u32, u32), bool>>> = OnceLock::new();
+    let answers = ANSWERS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut answers = answers.lock().unwrap_or_else(PoisonError::into_inner);
+    *answers.entry((from, to)).or_insert_with(|| {
+        let device = |ordinal: u32| cudarc::driver::result::device::get(ordinal as i32).ok();
+        let (Some(a), Some(b)) = (device(to), device(from)) else {
+            return false;
+        };
+        let mut can = 0;
+        // SAFETY: valid out pointer and device handles.
+        let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) };
+        asked == sys::CUresult::CUDA_SUCCESS && can == 1
+    })
+}
+
+/// Whether `to_client` from `src`'s GPU to `dst`'s copies directly.
+pub fn peer_copy_supported(src: &CudaInfo, dst: &CudaInfo) -> bool {
+    src.peer_copy && dst.peer_copy && can_access_peer(src.ordinal, dst.ordinal)
+}
+
+/// Lets `accessing` (current on this thread) read `peer`'s memory, once per pair of
+/// contexts.
+fn enable_peer_access(accessing: &CudaContext, peer: &CudaContext) -> Result<(), ServerError> {
+    if accessing.ordinal() == peer.ordinal() {
+        return Ok(());
+    }
+    static ENABLED: OnceLock<Mutex<HashSet<(usize, usize)>>> = OnceLock::new();
+    let enabled = ENABLED.get_or_init(|| Mutex::new(HashSet::new()));
+    let mut enabled = enabled.lock().unwrap_or_else(PoisonError::into_inner);
+    let key = (accessing.raw() as usize, peer.raw() as usize);
+    if enabled.contains(&key) {
+        return Ok(());
+    }
+    // SAFETY: `accessing` is current (the caller bound it); `peer` is a live context.
+    let result = unsafe { sys::cuCtxEnablePeerAccess(peer.raw(), 0) };
+    if result != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+        result.during("cuCtxEnablePeerAccess")?;
+    }
+    enabled.insert(key);
+    Ok(())
+}
+
+impl CudaServer {
+    /// Step 1 on the source: `None` for layouts other than dense or row-pitched.
+    pub(crate) fn peer_source_of(
+        &mut self,
+        descriptor: CopyDescriptor,
+        stream: StreamId,
+    ) -> Result<Option<DevicePeerSource>, ServerError> {
+        self.enter()?;
+        self.shared.take_errors(stream)?;
+        self.refuse_if_capturing(stream)?;
+        descriptor.validate()?;
+        let layout = match classify(&descriptor) {
+            CopyShape::Contiguous => Layout::Contiguous {
+                bytes: descriptor.validate()?,
+            },
+            CopyShape::Pitched {
+                width,
+                height,
+                pitch,
+            } => Layout::Pitched {
+                width,
+                height,
+                pitch,
+            },
+            CopyShape::Runs => return Ok(None),
+        };
+        self.drain_releases();
+        self.use_on(descriptor.handle.id(), stream)?;
+        let ptr = self.resolve(&descriptor.handle)?.ptr;
+        let ready = self.streams.record(stream)?;
+        Ok(Some(DevicePeerSource {
+            context: self.context.clone(),
+            ptr,
+            layout,
+            ready: Some(ready),
+            events: self.streams.events().clone(),
+            _binding: descriptor.handle,
+        }))
+    }
+
+    /// Step 2 on the destination: the copy into `target` on `stream`.
+    pub(crate) fn peer_pull_into(
+        &mut self,
+        mut source: DevicePeerSource,
+        target: Binding,
+        stream: StreamId,
+    ) -> Result<DevicePeerReceipt, ServerError> {
+        self.enter()?;
+        // A failed allocation of the target is queued on the stream: report it here.
+        self.shared.take_errors(stream)?;
+        self.use_on(target.id(), stream)?;
+        let dst = self.resolve(&target)?;
+        enable_peer_access(&self.context, &source.context)?;
+        let raw = self.streams.raw(stream)?;
+        if let Some(ready) = source.ready.take() {
+            // SAFETY: live stream of this context and live event of the source context
+            // (a stream may wait on another context's event); the wait is captured now.
+            let waited =
+                unsafe { sys::cuStreamWaitEvent(raw, ready, 0) }.during("cuStreamWaitEvent");
+            source.events.give_back(ready);
+            waited?;
+        }
+        match source.layout {
+            Layout::Contiguous { bytes } => {
+                if bytes as u64 > dst.size {
+                    return Err(ServerError::generic(format!(
+                        "peer copy of {bytes} bytes into {} bytes",
+                        dst.size
+                    )));
+                }
+                // SAFETY: both ranges hold `bytes` bytes of live device memory of their
+                // contexts (validated descriptor, resolved target); the source stays
+                // allocated until step 3 orders its stream after this copy.
+                unsafe {
+                    sys::cuMemcpyPeerAsync(
+                        dst.ptr,
+                        self.context.raw(),
+                        source.ptr,
+                        source.context.raw(),
+                        bytes,
+                        raw,
+                    )
+                }
+                .during("cuMemcpyPeerAsync")?;
+            }
+            Layout::Pitched {
+                width,
+                height,
+                pitch,
+            } => {
+                if (width * height) as u64 > dst.size {
+                    return Err(ServerError::generic("peer copy larger than its target"));
+                }
+                // SAFETY: CUDA_MEMCPY3D_PEER is a plain C struct; all-zero is a valid
+                // starting value before the fields below are set.
+                let mut copy: CUDA_MEMCPY3D_PEER = unsafe { std::mem::zeroed() };
+                copy.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                copy.srcDevice = source.ptr;
+                copy.srcContext = source.context.raw();
+                copy.srcPitch = pitch;
+                copy.srcHeight = height;
+                copy.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                copy.dstDevice = dst.ptr;
+                copy.dstContext = self.context.raw();
+                copy.dstPitch = width;
+                copy.dstHeight = height;
+                copy.WidthInBytes = width;
+                copy.Height = height;
+                copy.Depth = 1;
+                // SAFETY: the descriptor was validated against the source binding (rows of
+                // `width` bytes `pitch` apart); the target holds width * height bytes.
+                unsafe { sys::cuMemcpy3DPeerAsync(&copy, raw) }.during("cuMemcpy3DPeerAsync")?;
+            }
+        }
+        self.streams.bump(stream);
+        let done = self.streams.record(stream)?;
+        Ok(DevicePeerReceipt {
+            done: Some(done),
+            events: self.streams.events().clone(),
+        })
+    }
+
+    /// Step 3 on the source: its stream waits until the copy has read the source.
+    pub(crate) fn peer_release_after(&mut self, mut receipt: DevicePeerReceipt, stream: StreamId) {
+        let waited = self.enter().and_then(|()| {
+            let raw = self.streams.raw(stream)?;
+            let Some(done) = receipt.done.take() else {
+                return Ok(());
+            };
+            // SAFETY: live stream of this context and live event of the destination's
+            // (cross-context waits are allowed); captured now, so the event can go back.
+            let waited =
+                unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent");
+            receipt.events.give_back(done);
+            self.streams.bump(stream);
+            waited.map_err(Into::into)
+        });
+        if let Err(error) = waited {
+            self.shared.push_error(stream, error);
+        }
+    }
+}

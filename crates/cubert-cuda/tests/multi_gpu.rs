@@ -1,0 +1,525 @@
+//! Several GPUs: NCCL all-reduce (every collective type, 1 element to 1 GiB, sum and mean),
+//! send/recv, both `to_client` paths (peer copy and pinned host round trip), ordering
+//! without `sync_collective`, inline device handles, and process groups of 2 and of every
+//! GPU, started by `cubert launch` and by re-running this test binary as the ranks.
+//!
+//! Every test is `#[ignore = "needs 2 or more CUDA devices"]` and, when it runs on a machine
+//! with fewer than 2 GPUs, prints a note and passes. On the GPU machine (see
+//! `scripts/gpu-test`, `bash .gpu-bundle/run.sh --multi-gpu`), with NCCL reachable as
+//! `libnccl.so` and `NCCL_NVLS_ENABLE=0`:
+//!
+//! ```text
+//! cargo test --release -p cubert-cuda --test multi_gpu -- --include-ignored --test-threads=1
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cubert_cuda::{CudaDevice, CudaRuntime, CudaServer, device_count};
+use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
+use cubert_runtime::distributed::{ProcessGroup, free_local_port};
+use cubert_runtime::server::{COLLECTIVE_TYPES, ReduceOperation};
+use cubert_runtime::{Bytes, ComputeClient, DeviceId, ElemType, Handle, ops};
+use cubert_test_suite::collectives::collective_lock;
+use half::{bf16, f16};
+use std::path::PathBuf;
+use std::process::Command;
+
+type Client = ComputeClient<CudaRuntime>;
+
+const MIB: usize = 1 << 20;
+const WORKER: &str = "CUBERT_TEST_MULTI_GPU_WORKER";
+
+/// The GPUs, or `None` (with a note) when there are fewer than 2 or NCCL's multicast is
+/// not switched off.
+fn gpus() -> Option<u32> {
+    let count = device_count();
+    if count < 2 {
+        eprintln!("skipped: needs 2 or more CUDA devices, found {count}");
+        return None;
+    }
+    assert_eq!(
+        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
+        Ok("0"),
+        "run the multi-GPU tests with NCCL_NVLS_ENABLE=0 (never NVLink multicast)"
+    );
+    Some(count)
+}
+
+fn client(index: u32, config: &CubertConfig, mode: DeviceHandleMode) -> Client {
+    let server = CudaServer::new(CudaDevice::new(index), config).unwrap();
+    ComputeClient::from_server(server, mode).unwrap()
+}
+
+fn clients(count: u32, mode: DeviceHandleMode) -> Vec<Client> {
+    (0..count)
+        .map(|index| client(index, &CubertConfig::default(), mode))
+        .collect()
+}
+
+fn ids(clients: &[Client]) -> Vec<DeviceId> {
+    clients.iter().map(Client::device_id).collect()
+}
+
+/// The inputs repeat every `PERIOD` elements (a prime: a result shifted by any power of two
+/// doesn't match), so 1 GiB of them is one period tiled.
+const PERIOD: usize = 65_521;
+
+/// Element `index` of `rank`'s input: small integers, so sums over 8 ranks are exact in
+/// every collective type.
+fn value(rank: usize, index: usize, dtype: ElemType) -> i64 {
+    let i = index % PERIOD;
+    let raw = ((i * 7 + i / 31 + rank * 13) % 31) as i64 - 15;
+    match dtype {
+        ElemType::U8 | ElemType::U32 | ElemType::U64 => raw + 15,
+        ElemType::I8 => raw / 2,
+        _ => raw,
+    }
+}
+
+fn encode(values: impl Iterator<Item = f64>, dtype: ElemType) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        match dtype {
+            ElemType::F16 => out.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
+            ElemType::BF16 => out.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
+            ElemType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            ElemType::F64 => out.extend_from_slice(&v.to_le_bytes()),
+            ElemType::I8 => out.push(v as i8 as u8),
+            ElemType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            ElemType::I64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
+            ElemType::U8 => out.push(v as u8),
+            ElemType::U32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
+            ElemType::U64 => out.extend_from_slice(&(v as u64).to_le_bytes()),
+            other => panic!("{other} is not a collective type"),
+        }
+    }
+    out
+}
+
+/// `len` elements of `dtype` whose element `i` is `element(i)`, built from one period.
+fn tiled(len: usize, dtype: ElemType, element: impl Fn(usize) -> f64) -> Vec<u8> {
+    let period = encode((0..PERIOD.min(len)).map(element), dtype);
+    let total = len * dtype.size();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        let take = period.len().min(total - out.len());
+        out.extend_from_slice(&period[..take]);
+    }
+    out
+}
+
+fn input(rank: usize, len: usize, dtype: ElemType) -> Vec<u8> {
+    tiled(len, dtype, |i| value(rank, i, dtype) as f64)
+}
+
+/// Integer means round toward zero (NCCL's ncclAvg); float means of 2, 4 or 8 ranks are
+/// exact for these inputs.
+fn expected(ranks: usize, len: usize, dtype: ElemType, op: ReduceOperation) -> Vec<u8> {
+    tiled(len, dtype, |i| {
+        let sum: i64 = (0..ranks).map(|rank| value(rank, i, dtype)).sum();
+        match (op, dtype.is_float()) {
+            (ReduceOperation::Sum, _) => sum as f64,
+            (ReduceOperation::Mean, true) => sum as f64 / ranks as f64,
+            (ReduceOperation::Mean, false) => (sum / ranks as i64) as f64,
+        }
+    })
+}
+
+/// Every device reduces `len` elements of `dtype`; each result is checked.
+fn reduce_and_check(clients: &[Client], len: usize, dtype: ElemType, op: ReduceOperation) {
+    let devices = ids(clients);
+    let handles: Vec<(Handle, Handle)> = clients
+        .iter()
+        .enumerate()
+        .map(|(rank, client)| {
+            let src = client
+                .create(Bytes::from_bytes_vec(input(rank, len, dtype)))
+                .unwrap();
+            let dst = client.empty(src.size() as usize).unwrap();
+            (src, dst)
+        })
+        .collect();
+    for (client, (src, dst)) in clients.iter().zip(&handles) {
+        client
+            .all_reduce(src.clone(), dst.clone(), dtype, devices.clone(), op)
+            .unwrap();
+    }
+    let want = expected(clients.len(), len, dtype, op);
+    for (client, (_, dst)) in clients.iter().zip(&handles) {
+        client.sync_collective().unwrap();
+        let got = client.read_one(dst.clone()).unwrap();
+        if got[..] != want[..] {
+            let first = got.iter().zip(&want).position(|(a, b)| a != b);
+            panic!(
+                "{op:?} of {len} {dtype} over {} GPUs is wrong on {:?} (first differing byte \
+                 {first:?})",
+                clients.len(),
+                client.device_id()
+            );
+        }
+    }
+}
+
+/// Sums and means are exact for every collective type, over every GPU, from 1 element to
+/// 1 GiB (f32 at more sizes in between).
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn all_reduce_is_exact_for_every_type_and_size() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let _lock = collective_lock();
+    let clients = clients(count, DeviceHandleMode::Threaded);
+    for dtype in COLLECTIVE_TYPES {
+        let gib = 1024 * MIB / dtype.size();
+        for len in [1usize, 3, 4097, 1_000_003, gib] {
+            for op in [ReduceOperation::Sum, ReduceOperation::Mean] {
+                reduce_and_check(&clients, len, dtype, op);
+            }
+        }
+    }
+    for bytes in [64 * MIB, 256 * MIB] {
+        for op in [ReduceOperation::Sum, ReduceOperation::Mean] {
+            reduce_and_check(&clients, bytes / 4, ElemType::F32, op);
+        }
+    }
+    // Two GPUs of a larger machine form their own communicator.
+    if count > 2 {
+        reduce_and_check(
+            &clients[..2],
+            1_000_003,
+            ElemType::F32,
+            ReduceOperation::Sum,
+        );
+    }
+}
+
+/// With inline device handles one thread makes every GPU's call in turn: nothing waits on
+/// the host, nothing deadlocks, and work queued after the all-reduce on each stream (a
+/// kernel, no `sync_collective`) sees the result.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn inline_handles_all_reduce_without_deadlock_and_order_later_work() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let _lock = collective_lock();
+    for mode in [DeviceHandleMode::Inline, DeviceHandleMode::Threaded] {
+        let clients = clients(count, mode);
+        let devices = ids(&clients);
+        let len = 32 * MIB;
+        let buffers: Vec<Handle> = clients
+            .iter()
+            .enumerate()
+            .map(|(rank, client)| {
+                let handle = client.empty(len * 4).unwrap();
+                ops::fill(client, &handle, len, rank as f32 + 1.0).unwrap();
+                handle
+            })
+            .collect();
+        let doubled: Vec<Handle> = clients
+            .iter()
+            .zip(&buffers)
+            .map(|(client, buffer)| {
+                client
+                    .all_reduce(
+                        buffer.clone(),
+                        buffer.clone(),
+                        ElemType::F32,
+                        devices.clone(),
+                        ReduceOperation::Sum,
+                    )
+                    .unwrap();
+                let out = client.empty(len * 4).unwrap();
+                ops::add(client, buffer, buffer, &out, len, ElemType::F32).unwrap();
+                out
+            })
+            .collect();
+        let sum: f32 = (1..=count).map(|r| r as f32).sum();
+        for (client, out) in clients.iter().zip(doubled) {
+            let got = client.read_one(out).unwrap().to_elems::<f32>();
+            assert!(
+                got.iter().all(|v| *v == 2.0 * sum),
+                "{mode:?}: expected {}, got {:?}",
+                2.0 * sum,
+                &got[..4]
+            );
+        }
+    }
+}
+
+/// Every GPU sends to the next one round the ring and receives from the previous one.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn send_and_recv_round_the_ring() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let _lock = collective_lock();
+    for mode in [DeviceHandleMode::Threaded, DeviceHandleMode::Inline] {
+        let clients = clients(count, mode);
+        let devices = ids(&clients);
+        let n = clients.len();
+        let len = 8 * MIB + 5;
+        let outgoing: Vec<Handle> = clients
+            .iter()
+            .enumerate()
+            .map(|(rank, client)| {
+                client
+                    .create(Bytes::from_bytes_vec(input(rank, len, ElemType::I32)))
+                    .unwrap()
+            })
+            .collect();
+        let incoming: Vec<Handle> = clients
+            .iter()
+            .map(|client| client.empty(len * 4).unwrap())
+            .collect();
+        // Even ranks send first, odd ranks receive first: the order a ring needs.
+        for (rank, client) in clients.iter().enumerate() {
+            let next = devices[(rank + 1) % n];
+            let previous = devices[(rank + n - 1) % n];
+            let send = || {
+                client
+                    .send(outgoing[rank].clone(), ElemType::I32, next, devices.clone())
+                    .unwrap()
+            };
+            let recv = || {
+                client
+                    .recv(
+                        incoming[rank].clone(),
+                        ElemType::I32,
+                        previous,
+                        devices.clone(),
+                    )
+                    .unwrap()
+            };
+            if rank.is_multiple_of(2) {
+                send();
+                recv();
+            } else {
+                recv();
+                send();
+            }
+        }
+        for (rank, client) in clients.iter().enumerate() {
+            client.sync_collective().unwrap();
+            let got = client.read_one(incoming[rank].clone()).unwrap();
+            let want = input((rank + n - 1) % n, len, ElemType::I32);
+            assert!(
+                got[..] == want[..],
+                "{mode:?}: rank {rank} received wrong bytes"
+            );
+        }
+    }
+}
+
+/// `to_client` between two GPUs: the peer copy (where the GPUs reach each other) and the
+/// pinned host round trip (`[cuda] peer_copy = false`) give the same bytes, dense and
+/// pitched, both ways.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn to_client_peer_and_host_paths_agree() {
+    if gpus().is_none() {
+        return;
+    }
+    let mut host_only = CubertConfig::default();
+    host_only.cuda.peer_copy = false;
+    host_only.cuda.pitch_alignment = 512;
+    let mut peer = CubertConfig::default();
+    peer.cuda.pitch_alignment = 512;
+    let data: Vec<u32> = (0..(64 * MIB) as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    for (config, direct) in [(&peer, true), (&host_only, false)] {
+        let a = client(0, config, DeviceHandleMode::Threaded);
+        let b = client(1, config, DeviceHandleMode::Threaded);
+        if direct && !a.peer_copy_supported(&b) {
+            eprintln!("note: GPUs 0 and 1 can't access each other: the peer path is not tested");
+        }
+        assert!(direct || !a.peer_copy_supported(&b));
+        let source = a.create_from_slice(bytemuck::cast_slice(&data)).unwrap();
+        let there = a.to_client(source, &b, ElemType::U32).unwrap();
+        let back = b.to_client(there.clone(), &a, ElemType::U32).unwrap();
+        assert!(b.read_one(there).unwrap().to_elems::<u32>() == data);
+        assert!(a.read_one(back).unwrap().to_elems::<u32>() == data);
+        // A pitched tensor arrives dense (cuMemcpy3DPeerAsync on the peer path).
+        let (rows, cols) = (1000usize, 777usize);
+        let layout = a
+            .create_tensor(Bytes::from_slice(&data[..rows * cols]), [rows, cols], 4)
+            .unwrap();
+        assert!(layout.strides[0] > cols, "{:?}", layout.strides);
+        let descriptor =
+            layout
+                .memory
+                .clone()
+                .copy_descriptor([rows, cols], layout.strides.clone(), 4);
+        let copy = a.to_client_tensor(descriptor, &b, ElemType::U32).unwrap();
+        assert!(b.read_one(copy).unwrap().to_elems::<u32>()[..] == data[..rows * cols]);
+    }
+}
+
+/// Both `to_client` paths on a single GPU: two servers on GPU 0 act as two devices; the
+/// direct copy (same GPU) and the host round trip (`peer_copy = false`) agree.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn to_client_paths_agree_between_two_servers_of_one_gpu() {
+    if device_count() == 0 {
+        eprintln!("skipped: needs a CUDA device");
+        return;
+    }
+    let data: Vec<u32> = (0..(16 * MIB) as u32).map(|i| i ^ 0x5a5a_5a5a).collect();
+    for peer_copy in [true, false] {
+        let mut config = CubertConfig::default();
+        config.cuda.peer_copy = peer_copy;
+        let server = |index| {
+            let server = CudaServer::with_ordinal(CudaDevice::new(index), 0, &config).unwrap();
+            ComputeClient::<CudaRuntime>::from_server(server, DeviceHandleMode::Threaded).unwrap()
+        };
+        let (a, b) = (server(0), server(1));
+        assert_eq!(a.peer_copy_supported(&b), peer_copy);
+        let source = a.create_from_slice(bytemuck::cast_slice(&data)).unwrap();
+        let copy = a.to_client(source, &b, ElemType::U32).unwrap();
+        assert!(
+            b.read_one(copy).unwrap().to_elems::<u32>() == data,
+            "peer_copy {peer_copy}"
+        );
+    }
+}
+
+/// Where `cubert` is: `CUBERT_BIN`, else next to this test binary's directory.
+fn cubert_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CUBERT_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let candidate = exe.parent()?.parent()?.join("cubert");
+    candidate.is_file().then_some(candidate)
+}
+
+/// The rank half of the multi-process tests: run as a child with the launcher's variables.
+#[test]
+#[ignore = "run as a rank by the multi-process tests"]
+fn rank_worker() {
+    if std::env::var(WORKER).is_err() {
+        return;
+    }
+    let group = ProcessGroup::from_env()
+        .unwrap()
+        .expect("launcher variables");
+    let device = CudaDevice::new(group.local_rank());
+    let client = ComputeClient::<CudaRuntime>::load(&device).unwrap();
+    let members = client.init_process_group(&group).unwrap();
+    let rank = group.rank() as usize;
+    let world = group.world_size() as usize;
+    for (len, dtype, op) in [
+        (1usize, ElemType::F32, ReduceOperation::Sum),
+        (MIB / 4, ElemType::F32, ReduceOperation::Sum),
+        (64 * MIB, ElemType::F32, ReduceOperation::Mean),
+        (1_000_003, ElemType::I32, ReduceOperation::Mean),
+        (4097, ElemType::BF16, ReduceOperation::Sum),
+    ] {
+        let src = client
+            .create(Bytes::from_bytes_vec(input(rank, len, dtype)))
+            .unwrap();
+        let dst = client.empty(src.size() as usize).unwrap();
+        client
+            .all_reduce(src, dst.clone(), dtype, members.clone(), op)
+            .unwrap();
+        client.sync_collective().unwrap();
+        let got = client.read_one(dst).unwrap();
+        assert!(
+            got[..] == expected(world, len, dtype, op)[..],
+            "rank {rank}: {op:?} of {len} {dtype} is wrong"
+        );
+    }
+    // Round the ring, even ranks sending first.
+    let len = 3 * MIB;
+    let outgoing = client
+        .create(Bytes::from_bytes_vec(input(rank, len, ElemType::U8)))
+        .unwrap();
+    let incoming = client.empty(len).unwrap();
+    let next = members[(rank + 1) % world];
+    let previous = members[(rank + world - 1) % world];
+    if rank.is_multiple_of(2) {
+        client
+            .send(outgoing, ElemType::U8, next, members.clone())
+            .unwrap();
+        client
+            .recv(incoming.clone(), ElemType::U8, previous, members.clone())
+            .unwrap();
+    } else {
+        client
+            .recv(incoming.clone(), ElemType::U8, previous, members.clone())
+            .unwrap();
+        client
+            .send(outgoing, ElemType::U8, next, members.clone())
+            .unwrap();
+    }
+    client.sync_collective().unwrap();
+    let got = client.read_one(incoming).unwrap();
+    assert!(got[..] == input((rank + world - 1) % world, len, ElemType::U8)[..]);
+    eprintln!("rank {rank} of {world}: every check passed");
+}
+
+fn worker_command(program: &std::path::Path) -> Command {
+    let mut command = Command::new(program);
+    command.env(WORKER, "1").env("NCCL_NVLS_ENABLE", "0");
+    command
+}
+
+/// `cubert launch --nproc N` runs N ranks (2, and one per GPU) of this binary's
+/// `rank_worker`, which all-reduce and exchange through a process group.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn process_groups_started_by_cubert_launch_reduce_exactly() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let Some(cubert) = cubert_binary() else {
+        eprintln!("skipped: no cubert binary (set CUBERT_BIN)");
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let mut sizes = vec![2];
+    if count > 2 {
+        sizes.push(count);
+    }
+    for nproc in sizes {
+        let status = worker_command(&cubert)
+            .args(["launch", "--nproc", &nproc.to_string(), "--"])
+            .arg(&exe)
+            .args(["--ignored", "--exact", "rank_worker", "--nocapture"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cubert launch --nproc {nproc}: {status}");
+    }
+}
+
+/// The same ranks started directly (the environment a launcher on several hosts would
+/// give): every rank reduces exactly.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn process_group_of_every_gpu_reduces_exactly() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let address = format!("127.0.0.1:{}", free_local_port().unwrap());
+    let mut children: Vec<_> = (0..count)
+        .map(|rank| {
+            worker_command(&exe)
+                .args(["--ignored", "--exact", "rank_worker", "--nocapture"])
+                .env("CUBERT_RANK", rank.to_string())
+                .env("CUBERT_WORLD_SIZE", count.to_string())
+                .env("CUBERT_LOCAL_RANK", rank.to_string())
+                .env("CUBERT_MASTER_ADDR", &address)
+                .env("CUBERT_COLLECTIVE_TIMEOUT", "120")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (rank, child) in children.iter_mut().enumerate() {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "rank {rank}: {status}");
+    }
+}
