@@ -127,9 +127,9 @@ fn bad_invocations_are_usage_errors() {
 #[test]
 #[ignore = "run as a rank by ranks_started_by_launch_meet_through_the_rendezvous"]
 fn rendezvous_rank() {
-    if std::env::var(RANK_CHILD).is_err() {
+    let Some(markers) = std::env::var_os(RANK_CHILD) else {
         return;
-    }
+    };
     let group = ProcessGroup::from_env().unwrap().unwrap();
     let rendezvous = group.rendezvous().unwrap();
     let mine = format!("from rank {}", group.rank());
@@ -139,28 +139,34 @@ fn rendezvous_rank() {
     assert_eq!(got, b"from rank 0".to_vec());
     assert_eq!(group.world_size(), 4);
     rendezvous.barrier("done").unwrap();
+    std::fs::write(
+        std::path::Path::new(&markers).join(format!("rank-{}", group.rank())),
+        b"ok",
+    )
+    .unwrap();
 }
 
 #[test]
 fn ranks_started_by_launch_meet_through_the_rendezvous() {
     let exe = std::env::current_exe().unwrap();
+    // Each rank leaves a marker file once it passed the barrier: the ranks share one
+    // stdout, so their test-harness lines interleave and can't be counted.
+    let markers = tempfile::tempdir().unwrap();
     let child = cubert()
         .args(["launch", "--nproc", "4", "--timeout", "60", "--"])
         .arg(exe)
         .args(["--ignored", "--exact", "rendezvous_rank"])
-        .env(RANK_CHILD, "1")
+        .env(RANK_CHILD, markers.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let output = wait_within(child, Duration::from_secs(120));
     assert!(output.status.success(), "{output:?}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        stdout.matches("test rendezvous_rank ... ok").count(),
-        4,
-        "{stdout}"
-    );
+    for rank in 0..4 {
+        let marker = markers.path().join(format!("rank-{rank}"));
+        assert!(marker.exists(), "rank {rank} did not finish: {output:?}");
+    }
 }
 
 #[test]

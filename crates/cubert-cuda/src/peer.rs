@@ -224,22 +224,35 @@ impl CudaServer {
                 if (width * height) as u64 > dst.size {
                     return Err(ServerError::generic("peer copy larger than its target"));
                 }
-                // SAFETY: CUDA_MEMCPY3D_PEER is a plain C struct; all-zero is a valid
-                // starting value before the fields below are set.
-                let mut copy: CUDA_MEMCPY3D_PEER = unsafe { std::mem::zeroed() };
-                copy.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                copy.srcDevice = source.ptr;
-                copy.srcContext = source.context.raw();
-                copy.srcPitch = pitch;
-                copy.srcHeight = height;
-                copy.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                copy.dstDevice = dst.ptr;
-                copy.dstContext = self.context.raw();
-                copy.dstPitch = width;
-                copy.dstHeight = height;
-                copy.WidthInBytes = width;
-                copy.Height = height;
-                copy.Depth = 1;
+                // Every field spelled out: `CUmemorytype` has no zero value, so an all-zero
+                // struct would be invalid.
+                let copy = CUDA_MEMCPY3D_PEER {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcZ: 0,
+                    srcLOD: 0,
+                    srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    srcHost: std::ptr::null(),
+                    srcDevice: source.ptr,
+                    srcArray: std::ptr::null_mut(),
+                    srcContext: source.context.raw(),
+                    srcPitch: pitch,
+                    srcHeight: height,
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstZ: 0,
+                    dstLOD: 0,
+                    dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    dstHost: std::ptr::null_mut(),
+                    dstDevice: dst.ptr,
+                    dstArray: std::ptr::null_mut(),
+                    dstContext: self.context.raw(),
+                    dstPitch: width,
+                    dstHeight: height,
+                    WidthInBytes: width,
+                    Height: height,
+                    Depth: 1,
+                };
                 // SAFETY: the descriptor was validated against the source binding (rows of
                 // `width` bytes `pitch` apart); the target holds width * height bytes.
                 unsafe { sys::cuMemcpy3DPeerAsync(&copy, raw) }.during("cuMemcpy3DPeerAsync")?;

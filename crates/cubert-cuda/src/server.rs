@@ -32,6 +32,7 @@ use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::logging::ServerLogger;
 use cubert_runtime::memory::{
     IdMap, MemoryAllocationMode, MemoryLimits, MemoryManager, MemoryReport, MemoryUsage,
+    StreamOrdering,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
@@ -242,6 +243,13 @@ impl CudaServer {
                 Some(stream) => vec![self.streams.point(stream)],
                 None => Vec::new(),
             };
+            if self.memory.is_paged(*id) {
+                // Arms an event at the point (if none covers it yet), so the paged pool sees
+                // the block complete once the stream passes it and can remap its pages.
+                for point in &points {
+                    StreamOrdering::is_complete(&mut self.streams, *point);
+                }
+            }
             if !self.memory.release(*id, points) {
                 self.failed.remove(id);
             }

@@ -116,9 +116,27 @@ impl Bytes {
     /// aborting the process: for buffers whose size comes from a caller (a broadcast read
     /// of a huge shape).
     ///
+    /// A request larger than the host's physical memory is refused up front: with memory
+    /// overcommit the reservation itself could succeed, and filling it would get the process
+    /// killed instead.
+    ///
     /// # Errors
     /// [`IoError::OutOfMemory`] if the host memory can't be reserved.
     pub fn try_zeroed(len: usize) -> Result<Self, IoError> {
+        if let Some(physical) = physical_memory()
+            && len as u64 > physical
+        {
+            return Err(IoError::OutOfMemory {
+                requested: len as u64,
+                reserved: 0,
+                free: physical,
+                reason: format!(
+                    "{len} bytes of host memory is more than the host's {physical} bytes of \
+                     physical memory"
+                ),
+                backtrace: BackTrace::capture(),
+            });
+        }
         let words = len.div_ceil(8);
         let mut data: Vec<u64> = Vec::new();
         data.try_reserve_exact(words)
@@ -239,6 +257,24 @@ impl Bytes {
     pub fn to_vec(&self) -> Vec<u8> {
         self.deref().to_vec()
     }
+}
+
+/// The host's physical memory in bytes, where the platform says.
+fn physical_memory() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: `sysconf` only reads system configuration; it has no preconditions.
+        let (pages, page_size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page_size > 0 {
+            return Some((pages as u64).saturating_mul(page_size as u64));
+        }
+    }
+    None
 }
 
 impl Deref for Bytes {

@@ -5,8 +5,9 @@
 //!   (page-locked where the backend has pinned memory, heap memory otherwise; the note says
 //!   which) then `sync`;
 //! - `cubert_h2d_pageable_*`: `client.create(Bytes::from_bytes_vec(vec))` then `sync`;
-//! - `cubert_h2d_pageable_slice_*`: `client.create_from_slice(&slice)` then `sync` (the call
-//!   copies the slice into a new buffer first: that copy is part of the time);
+//! - `cubert_h2d_pageable_slice_*`: `client.create_from_slice(&slice)` then `sync` (the
+//!   upload reads the borrowed slice in place, through `Bytes::scoped`; the call returns
+//!   once the upload no longer needs the slice);
 //! - `cubert_h2d_file_*`: `client.create(Bytes::from_file(..))` of a temporary file
 //!   (memory-mapped, in the page cache after the warm-up) then `sync`;
 //! - `cubert_d2h_pinned_*`: `client.read_one(handle)`, which returns pooled pinned memory on
@@ -179,9 +180,7 @@ fn upload<R: Runtime>(
     }
     let how = match kind {
         Source::Pageable => "client.create(Bytes::from_bytes_vec) + sync".to_string(),
-        Source::Slice => {
-            "client.create_from_slice (copies the slice, then uploads) + sync".to_string()
-        }
+        Source::Slice => "client.create_from_slice (reads the slice in place) + sync".to_string(),
         Source::Pinned => format!(
             "client.create of a reserve_staging buffer ({}) + sync",
             match property {

@@ -535,6 +535,15 @@ impl<S: ComputeStorage> MemoryManager<S> {
             .free(slice.taken.segment, slice.taken.offset, points, tick)
     }
 
+    /// Whether `id` is bound to a block of the paged pool. Its pages can be taken back for
+    /// other sizes only once the device is known to be done with it, so a backend should
+    /// make the completion of its last use observable (record an event) when freeing it.
+    pub fn is_paged(&self, id: MemoryId) -> bool {
+        self.slices
+            .get(&id)
+            .is_some_and(|slice| slice.pool == PoolKind::Paged)
+    }
+
     /// The slice bound to `id`.
     pub fn slice(&self, id: MemoryId) -> Option<SliceInfo> {
         let slice = self.slices.get(&id)?;
