@@ -223,10 +223,12 @@ impl CudaServer {
     }
 
     /// Binds the context and fails if the device faulted.
-    pub(crate) fn enter(&self) -> Result<(), ServerError> {
+    pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
         self.shared.health()?;
         self.context.bind()?;
-        Ok(())
+        // An inline handle's collective call held until its peers called is settled before
+        // anything else runs here (see `collective`).
+        self.settle_held_collectives(false)
     }
 
     /// Frees the memory of every handle dropped since the last call, at the point its last
@@ -321,12 +323,11 @@ impl CudaServer {
         Ok(())
     }
 
-    /// Waits for all work of this server's streams (unless a graph is being captured, or a
-    /// collective call still waits for its peers: its stream can't finish before they call)
-    /// and records every stream point as complete, so every free block can be reused or
+    /// Waits for all work of this server's streams (unless a graph is being captured) and
+    /// records every stream point as complete, so every free block can be reused or
     /// released. Other servers sharing the device's context are not waited for.
     fn settle(&mut self) {
-        if self.streams.any_capturing() || self.collective_pending() {
+        if self.streams.any_capturing() {
             return;
         }
         match self.streams.synchronize_all() {
@@ -354,15 +355,14 @@ impl CudaServer {
 
 impl Drop for CudaServer {
     fn drop(&mut self) {
-        // Collective calls still waiting for their peers are abandoned (their gates open),
-        // so every stream of this server can finish.
+        // Collective calls still waiting for their peers are abandoned.
         self.collective_shutdown();
         if self.context.bind().is_ok() {
             // Every piece of memory, stream and module is freed after this; let the device
             // finish with them first (only this server's streams: the context is shared).
             let _ = self.streams.synchronize_all();
         }
-        self.collective_free_flags();
+        self.collective_release_events();
     }
 }
 

@@ -20,6 +20,7 @@ use cubert_runtime::distributed::{ProcessGroup, free_local_port};
 use cubert_runtime::server::{COLLECTIVE_TYPES, ReduceOperation};
 use cubert_runtime::{Bytes, ComputeClient, DeviceId, ElemType, Handle, ops};
 use cubert_test_suite::collectives::collective_lock;
+use cubert_test_suite::support::bytes_of;
 use half::{bf16, f16};
 use std::path::PathBuf;
 use std::process::Command;
@@ -194,12 +195,14 @@ fn all_reduce_is_exact_for_every_type_and_size() {
     }
 }
 
-/// With inline device handles one thread makes every GPU's call in turn: nothing waits on
-/// the host, nothing deadlocks, and work queued after the all-reduce on each stream (a
-/// kernel, no `sync_collective`) sees the result.
+/// One thread makes every GPU's call in turn, with inline and with threaded handles: nothing
+/// deadlocks, and work queued after the all-reduce on each stream (a kernel, no
+/// `sync_collective`) sees the result. With threaded handles that work may be queued before
+/// the next GPU's call (the runner waits for the peers' calls, not for the device); with
+/// inline handles every GPU's call comes first.
 #[test]
 #[ignore = "needs 2 or more CUDA devices"]
-fn inline_handles_all_reduce_without_deadlock_and_order_later_work() {
+fn one_thread_all_reduces_without_deadlock_and_orders_later_work() {
     let Some(count) = gpus() else {
         return;
     };
@@ -217,24 +220,42 @@ fn inline_handles_all_reduce_without_deadlock_and_order_later_work() {
                 handle
             })
             .collect();
-        let doubled: Vec<Handle> = clients
-            .iter()
-            .zip(&buffers)
-            .map(|(client, buffer)| {
-                client
-                    .all_reduce(
-                        buffer.clone(),
-                        buffer.clone(),
-                        ElemType::F32,
-                        devices.clone(),
-                        ReduceOperation::Sum,
-                    )
-                    .unwrap();
-                let out = client.empty(len * 4).unwrap();
-                ops::add(client, buffer, buffer, &out, len, ElemType::F32).unwrap();
-                out
-            })
-            .collect();
+        let all_reduce = |client: &Client, buffer: &Handle| {
+            client
+                .all_reduce(
+                    buffer.clone(),
+                    buffer.clone(),
+                    ElemType::F32,
+                    devices.clone(),
+                    ReduceOperation::Sum,
+                )
+                .unwrap();
+        };
+        let double = |client: &Client, buffer: &Handle| {
+            let out = client.empty(len * 4).unwrap();
+            ops::add(client, buffer, buffer, &out, len, ElemType::F32).unwrap();
+            out
+        };
+        let doubled: Vec<Handle> = match mode {
+            DeviceHandleMode::Threaded => clients
+                .iter()
+                .zip(&buffers)
+                .map(|(client, buffer)| {
+                    all_reduce(client, buffer);
+                    double(client, buffer)
+                })
+                .collect(),
+            DeviceHandleMode::Inline => {
+                for (client, buffer) in clients.iter().zip(&buffers) {
+                    all_reduce(client, buffer);
+                }
+                clients
+                    .iter()
+                    .zip(&buffers)
+                    .map(|(client, buffer)| double(client, buffer))
+                    .collect()
+            }
+        };
         let sum: f32 = (1..=count).map(|r| r as f32).sum();
         for (client, out) in clients.iter().zip(doubled) {
             let got = client.read_one(out).unwrap().to_elems::<f32>();
@@ -245,6 +266,60 @@ fn inline_handles_all_reduce_without_deadlock_and_order_later_work() {
                 &got[..4]
             );
         }
+    }
+}
+
+/// With inline handles, work on a GPU whose all-reduce still waits for its peers' calls is
+/// refused with an error naming the rule (it can't run before the collective, and waiting
+/// would deadlock the one thread); once the peers have called, the GPU works on and the
+/// result is right.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn inline_work_before_the_peers_call_is_refused_not_deadlocked() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let _lock = collective_lock();
+    let clients = clients(count, DeviceHandleMode::Inline);
+    let devices = ids(&clients);
+    let buffers: Vec<Handle> = clients
+        .iter()
+        .map(|client| client.create_from_slice(&bytes_of(&[2i32; 1000])).unwrap())
+        .collect();
+    clients[0]
+        .all_reduce(
+            buffers[0].clone(),
+            buffers[0].clone(),
+            ElemType::I32,
+            devices.clone(),
+            ReduceOperation::Sum,
+        )
+        .unwrap();
+    // A queued launch's refusal comes back from the next flush.
+    let error = match ops::fill(&clients[0], &buffers[0], 1000, 0.0f32) {
+        Err(error) => error.to_string(),
+        Ok(()) => clients[0].flush().unwrap_err().to_string(),
+    };
+    assert!(
+        error.contains("still waiting for the other devices"),
+        "{error}"
+    );
+    for (client, buffer) in clients.iter().zip(&buffers).skip(1) {
+        client
+            .all_reduce(
+                buffer.clone(),
+                buffer.clone(),
+                ElemType::I32,
+                devices.clone(),
+                ReduceOperation::Sum,
+            )
+            .unwrap();
+    }
+    let want = 2 * count as i32;
+    for (client, buffer) in clients.iter().zip(&buffers) {
+        client.sync_collective().unwrap();
+        let got = client.read_one(buffer.clone()).unwrap().to_elems::<i32>();
+        assert!(got.iter().all(|v| *v == want), "{:?}", &got[..4]);
     }
 }
 

@@ -1,49 +1,39 @@
-//! Launching matched collective calls on the devices, without the host ever waiting.
+//! Launching matched collective calls on the devices, with CUDA-visible ordering only.
 //!
 //! A device's call ([`CudaCall`]) is prepared on its own server: an event recorded on the
-//! caller's stream after the work that wrote the inputs, and a *gate* on that stream — a
-//! `cuStreamWaitValue32` on a flag in device memory that holds later work on the stream back
-//! until the flag reaches the call's sequence number. The call then meets its peers'
-//! in the device set's `LocalGroup`; the last call to arrive (on whatever thread) launches
-//! them all ([`NcclLauncher`]):
+//! caller's stream after the work that wrote the inputs, the raw buffers, and the bindings
+//! that keep them alive. The call then meets its peers' in the device set's `LocalGroup`;
+//! the last call to arrive (on whatever thread) launches them all ([`NcclLauncher`]):
 //!
 //! 1. each device's collective stream waits for its call's event (inputs written);
 //! 2. the NCCL calls of every participant go in one `ncclGroupStart`/`ncclGroupEnd`, which
 //!    is how one thread drives several GPUs without NCCL waiting on the host;
-//! 3. each device's collective stream writes its flag (`cuStreamWriteValue32`), opening the
-//!    gate: work queued on the caller's stream after the collective runs after it, and work
-//!    queued before it or on other streams keeps running meanwhile.
+//! 3. each device's collective stream records a *done* event after its NCCL work.
 //!
-//! The gate is what makes this order-safe although the NCCL work of an early device is
-//! queued later (by another device's call): the caller's stream waits by value, not for an
-//! event that doesn't exist yet. Calls abandoned instead of launched (mismatched, their
-//! server dropped) still open their gate, so no stream waits forever, and their error is
-//! queued on the caller's stream. One process-wide lock orders every launch, so the NCCL
-//! kernels of different communicators are queued in one order on every GPU.
+//! The caller's server then makes its stream wait for the done event (see the parent
+//! module), so work queued after the collective runs after it. Nothing on the device ever
+//! waits for something the host has yet to do: an earlier design held the caller's stream
+//! with `cuStreamWaitValue32` until a flag written after the NCCL work, and that deadlocked
+//! on two H200s — a stream blocked on a memory wait holds its hardware queue, and the NCCL
+//! kernel queued later on another stream that shares the queue never started (the driver
+//! documents that such waits must also be expressed with events). Calls abandoned instead
+//! of launched (mismatched, timed out, their server dropped) keep their error for their
+//! caller. One process-wide lock orders every launch, so the NCCL kernels of different
+//! communicators are queued in one order on every GPU.
 
 use super::communicator::Comm;
-use crate::completion::Shared;
 use crate::context::CudaContext;
 use crate::driver::Context as _;
 use crate::nccl;
 use crate::streams::EventPool;
 use cubert_runtime::server::local_group::{Call, CallKind, Launcher};
-use cubert_runtime::{ServerError, StreamId};
+use cubert_runtime::{Binding, ServerError};
 use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
 use cudarc::nccl::sys::{self as nccl_sys, ncclDataType_t, ncclRedOp_t};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Orders the launches of every communicator of the process.
 static LAUNCH: Mutex<()> = Mutex::new(());
-
-/// The gate of a call: the flag and the value that opens it.
-#[derive(Clone, Copy, Debug)]
-pub struct Gate {
-    /// A `u32` in device memory of the caller's device.
-    pub flag: CUdeviceptr,
-    /// The value written when the call is done.
-    pub value: u32,
-}
 
 /// One device's part of a collective, as its server prepared it.
 pub struct CudaCall {
@@ -55,7 +45,9 @@ pub struct CudaCall {
     pub comm: Comm,
     /// Recorded on the caller's stream after the work that wrote the inputs.
     pub ready: Option<CUevent>,
-    /// Where `ready` goes back.
+    /// Recorded on the collective stream after the NCCL work, by the launch.
+    pub done: Option<CUevent>,
+    /// Where `ready` and `done` go back (the device's pool).
     pub events: Arc<EventPool>,
     /// Input (all-reduce, send).
     pub send: CUdeviceptr,
@@ -67,19 +59,26 @@ pub struct CudaCall {
     pub dtype: ncclDataType_t,
     /// NCCL's reduction (all-reduce).
     pub op: ncclRedOp_t,
-    /// The gate on the caller's stream.
-    pub gate: Gate,
-    /// Where errors of the call are queued.
-    pub shared: Arc<Shared>,
-    /// The caller's stream, for its errors.
-    pub caller: StreamId,
+    /// The bindings of `send` and `recv`: their memory stays allocated until the caller's
+    /// stream waits for `done` and this call is dropped.
+    #[expect(dead_code, reason = "held, never read: it keeps the buffers allocated")]
+    pub buffers: Vec<Binding>,
 }
 
 // SAFETY: the raw handles (context, streams, events, device memory, communicator) may be
 // used from any thread once the owning context is bound, which the launcher does first;
 // the owning server keeps them alive until its calls are launched or abandoned (its drop
-// abandons them under the group's lock before freeing anything).
+// abandons them under the group's lock before freeing anything), and `buffers` keeps the
+// memory allocated.
 unsafe impl Send for CudaCall {}
+
+impl Drop for CudaCall {
+    fn drop(&mut self) {
+        for event in [self.ready.take(), self.done.take()].into_iter().flatten() {
+            self.events.give_back(event);
+        }
+    }
+}
 
 impl CudaCall {
     /// Makes the collective stream wait for the inputs (once).
@@ -96,14 +95,24 @@ impl CudaCall {
         waited.map_err(Into::into)
     }
 
-    /// Opens the gate after the work queued on the collective stream so far.
-    fn open_gate(&self) -> Result<(), ServerError> {
+    /// Records `done` on the collective stream, after the work queued there so far.
+    fn record_done(&mut self) -> Result<(), ServerError> {
         self.context.bind()?;
-        // SAFETY: live stream; the flag is device memory of this context, alive while the
-        // server is.
-        unsafe { sys::cuStreamWriteValue32_v2(self.stream, self.gate.flag, self.gate.value, 0) }
-            .during("cuStreamWriteValue32")
-            .map_err(Into::into)
+        let event = self.events.take()?;
+        // SAFETY: live event and stream of this context (bound above).
+        let recorded = unsafe { sys::cuEventRecord(event, self.stream) }.during("cuEventRecord");
+        match recorded {
+            Ok(()) => {
+                if let Some(old) = self.done.replace(event) {
+                    self.events.give_back(old);
+                }
+                Ok(())
+            }
+            Err(failure) => {
+                self.events.give_back(event);
+                Err(failure.into())
+            }
+        }
     }
 
     fn nccl_stream(&self) -> nccl_sys::cudaStream_t {
@@ -111,8 +120,8 @@ impl CudaCall {
     }
 
     /// Queues this call's NCCL operation (inside a group). The buffers are device memory
-    /// of this call's device holding `count` elements, kept alive by the caller's bindings
-    /// until its stream passes the gate; the communicator and stream belong to this device.
+    /// of this call's device holding `count` elements, kept allocated by `buffers`; the
+    /// communicator and stream belong to this device.
     fn enqueue(&self, kind: CallKind, peer: i32) -> Result<(), ServerError> {
         let (send, recv) = (
             self.send as *const std::ffi::c_void,
@@ -121,7 +130,7 @@ impl CudaCall {
         let stream = self.nccl_stream();
         let result = match kind {
             // SAFETY: `send` and `recv` hold `count` elements of this device's memory (kept
-            // alive until the caller's stream passes the gate); comm and stream are this
+            // allocated by `buffers`); comm and stream are this
             // device's.
             CallKind::AllReduce { .. } => unsafe {
                 nccl_sys::ncclAllReduce(
@@ -134,13 +143,13 @@ impl CudaCall {
                     stream,
                 )
             },
-            // SAFETY: `send` holds `count` elements of this device's memory (kept alive until
-            // the caller's stream passes the gate); comm and stream are this device's.
+            // SAFETY: `send` holds `count` elements of this device's memory (kept allocated by
+            // `buffers`); comm and stream are this device's.
             CallKind::Send { .. } => unsafe {
                 nccl_sys::ncclSend(send, self.count, self.dtype, peer, self.comm.0, stream)
             },
-            // SAFETY: `recv` holds `count` elements of this device's memory (kept alive until
-            // the caller's stream passes the gate); comm and stream are this device's.
+            // SAFETY: `recv` holds `count` elements of this device's memory (kept allocated by
+            // `buffers`); comm and stream are this device's.
             CallKind::Recv { .. } => unsafe {
                 nccl_sys::ncclRecv(recv, self.count, self.dtype, peer, self.comm.0, stream)
             },
@@ -183,36 +192,27 @@ impl Launcher<CudaCall> for NcclLauncher {
     fn launch(&mut self, calls: &mut [Call<CudaCall>]) -> Result<(), ServerError> {
         let _order = LAUNCH.lock().unwrap_or_else(PoisonError::into_inner);
         let result = Self::run(calls);
-        // Every gate opens, launched or not: no stream waits forever.
-        let mut opened = Ok(());
+        // `done` is recorded even after a failure: whatever NCCL queued before it failed is
+        // then still ordered before the caller's later work and the buffers' release.
+        let mut recorded = Ok(());
         for call in calls.iter_mut() {
             if let Some(ready) = call.payload.ready.take() {
                 call.payload.events.give_back(ready);
             }
-            if let Err(error) = call.payload.open_gate() {
-                opened = Err(error);
-            }
-            if let Err(error) = &result {
-                call.payload
-                    .shared
-                    .push_error(call.payload.caller, error.clone());
+            if let Err(error) = call.payload.record_done() {
+                recorded = Err(error);
             }
         }
-        result.and(opened)
+        result.and(recorded)
     }
 
-    fn abandon(&mut self, calls: &mut [Call<CudaCall>], error: &ServerError) {
-        let _order = LAUNCH.lock().unwrap_or_else(PoisonError::into_inner);
+    fn abandon(&mut self, calls: &mut [Call<CudaCall>], _error: &ServerError) {
+        // Nothing was queued on the devices; the error is kept with each call for its
+        // caller, and the events go back when the calls are dropped.
         for call in calls.iter_mut() {
             if let Some(ready) = call.payload.ready.take() {
                 call.payload.events.give_back(ready);
             }
-            if let Err(failure) = call.payload.open_gate() {
-                log::error!("can't open the gate of an abandoned collective: {failure}");
-            }
-            call.payload
-                .shared
-                .push_error(call.payload.caller, error.clone());
         }
     }
 }

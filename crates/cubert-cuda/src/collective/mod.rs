@@ -3,20 +3,31 @@
 //! - [`communicator`]: one set of NCCL communicators per device set, for the process
 //!   (`ncclCommInitAll` for the GPUs of this process; rendezvous + `ncclCommInitRank` for a
 //!   process group).
-//! - [`launch`]: how a device's call is gated on its stream and how the last device to call
-//!   launches everyone's NCCL work in one group.
-//! - this file: a server's side — its collective stream, and per communicator its rank, its
-//!   gate flag and the sequence number of its last call.
+//! - [`launch`]: how the last device to call launches everyone's NCCL work in one group.
+//! - this file: a server's side — its collective stream, per communicator its rank and the
+//!   done event of its last call, and the calls still waiting for their peers.
 //!
-//! **Design.** Every device of a set makes the same call on its own server. None of them
-//! waits for the others on the host: a call records "inputs ready" on the caller's stream,
-//! gates that stream on a flag, and queues itself in the set's group; the call that
-//! completes an instance launches it for all (see [`launch`]). So it works the same from one
-//! runner thread per device (threaded handles) and from a single thread making every
-//! device's call in turn (inline handles), where waiting would deadlock. NCCL work runs on
-//! each server's own collective stream; work queued before the call, or on other streams,
-//! keeps running alongside, and work queued after it on the caller's stream (or using its
-//! buffers anywhere, through the handles' cross-stream ordering) runs after it.
+//! **Design.** Every device of a set makes the same call on its own server. A call records
+//! "inputs ready" on the caller's stream and queues itself in the set's group; the call that
+//! completes an instance launches it for all on their collective streams, each followed by a
+//! *done* event (see [`launch`]). The caller's stream then waits for its done event, so work
+//! queued after the collective (or using its buffers on any stream, through the handles'
+//! cross-stream ordering) runs after it, while work queued before it, or on other streams,
+//! keeps running. Only events order the streams: the device never waits for the host.
+//!
+//! Until the peers have called there is no done event to wait for, and the caller's stream
+//! must not run later work. So:
+//! - on a runner thread (threaded handles) the call waits on the host for the peers' calls
+//!   (made from their own runner threads; `CUBERT_COLLECTIVE_TIMEOUT` bounds the wait), not
+//!   for the device;
+//! - with an inline handle (or inside `exclusive`/`profile`, where the device's work runs
+//!   on the caller's thread) that thread may be the one that must make the peers' calls, so
+//!   the call returns at once and is *held*. Further collective calls queue behind it (the
+//!   collective stream keeps their order). Any other operation first settles it (its stream
+//!   waits for the done event); if the peers still haven't called after [`HELD_GRACE`]
+//!   (time for calls already submitted to their runner threads to arrive) the operation is
+//!   refused with an error — make every device's call of a collective before anything else
+//!   on those devices.
 //!
 //! In a process group each process has one rank: its calls launch at once (NCCL matches them
 //! with the other processes'), through the same path.
@@ -24,28 +35,41 @@
 pub mod communicator;
 pub mod launch;
 
-use crate::context::CudaContext;
 use crate::driver::Context as _;
 use crate::nccl;
 use crate::server::CudaServer;
 use communicator::Communicators;
-use cubert_runtime::distributed::ProcessGroup;
-use cubert_runtime::server::local_group::CallKind;
+use cubert_runtime::device_handle::on_runner_thread;
+use cubert_runtime::distributed::{ProcessGroup, collective_timeout};
+use cubert_runtime::server::local_group::{CallKind, Finished, LocalGroup, Ticket};
 use cubert_runtime::server::{DeviceSet, ReduceOperation, check_collective_type};
 use cubert_runtime::{Binding, Device, DeviceId, ElemType, IoError, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
-use launch::{CudaCall, Gate, NcclLauncher};
+use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
+use launch::{CudaCall, NcclLauncher};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an operation of an inline handle waits for the peers of a held collective call
+/// before it is refused: long enough for calls already submitted to other devices' runner
+/// threads to arrive, short enough that a thread that must make those calls itself learns
+/// it at once.
+pub const HELD_GRACE: Duration = Duration::from_secs(2);
 
 /// A server's membership in one communicator.
 struct Slot {
     communicators: Arc<Communicators>,
     rank: usize,
-    /// A `u32` in device memory: the sequence number of the last call done.
-    flag: CUdeviceptr,
-    /// The sequence number of the last call made.
-    issued: u32,
+    /// The done event of the last call settled (for `sync_collective` on other streams).
+    last_done: Option<CUevent>,
+}
+
+/// An inline handle's call still waiting for its peers.
+struct Held {
+    stream: StreamId,
+    key: u64,
+    group: Arc<LocalGroup<CudaCall>>,
+    ticket: Ticket,
 }
 
 /// A server's collective state. See the module docs.
@@ -53,10 +77,11 @@ struct Slot {
 pub struct CudaCollectives {
     stream: Option<CUstream>,
     slots: HashMap<u64, Slot>,
+    held: Vec<Held>,
 }
 
-// SAFETY: the raw stream and device memory belong to the owning server's context and are
-// only used by that server (and, for queued calls, by launches it outlives).
+// SAFETY: the raw stream and events belong to the owning server's context and are only used
+// by that server (and, for queued calls, by launches it outlives).
 unsafe impl Send for CudaCollectives {}
 
 /// What one call moves.
@@ -67,6 +92,7 @@ struct Transfer {
     count: usize,
     dtype: ElemType,
     op: ReduceOperation,
+    buffers: Vec<Binding>,
 }
 
 impl CudaServer {
@@ -85,19 +111,6 @@ impl CudaServer {
         .during("cuStreamCreate")?;
         self.collectives.stream = Some(stream);
         Ok(stream)
-    }
-
-    fn new_flag(&self) -> Result<CUdeviceptr, ServerError> {
-        let mut flag: CUdeviceptr = 0;
-        // SAFETY: valid out pointer; the context is current (callers went through `enter`).
-        unsafe { sys::cuMemAlloc_v2(&mut flag, 4) }.during("cuMemAlloc")?;
-        // SAFETY: `flag` holds 4 bytes just allocated.
-        if let Err(failure) = unsafe { sys::cuMemsetD32_v2(flag, 0, 1) }.during("cuMemsetD32") {
-            // SAFETY: allocated above, freed once.
-            unsafe { sys::cuMemFree_v2(flag) };
-            return Err(failure.into());
-        }
-        Ok(flag)
     }
 
     fn check_collective_ordinal(&self) -> Result<(), ServerError> {
@@ -132,14 +145,12 @@ impl CudaServer {
             self.check_collective_ordinal()?;
             let communicators = communicator::local(&set)?;
             self.context.bind()?;
-            let flag = self.new_flag()?;
             self.collectives.slots.insert(
                 key,
                 Slot {
                     communicators,
                     rank,
-                    flag,
-                    issued: 0,
+                    last_done: None,
                 },
             );
         }
@@ -151,7 +162,7 @@ impl CudaServer {
 
     /// Creates (once) the communicators of `device_ids` and this device's place there.
     pub(crate) fn collective_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
-        self.enter()?;
+        self.enter_collective()?;
         self.slot(device_ids, "comm_init").map(|_| ())
     }
 
@@ -164,14 +175,12 @@ impl CudaServer {
         }
         let communicators = communicator::process(&group)?;
         self.context.bind()?;
-        let flag = self.new_flag()?;
         self.collectives.slots.insert(
             key,
             Slot {
                 communicators,
                 rank: group.rank() as usize,
-                flag,
-                issued: 0,
+                last_done: None,
             },
         );
         Ok(())
@@ -199,74 +208,162 @@ impl CudaServer {
         let op = nccl::reduce_op(transfer.op);
         let collective_stream = self.collective_stream()?;
         let owner = self.collective_owner();
-        let caller = self.streams.raw(stream)?;
-        let ready = self.streams.record(stream)?;
-        let context: Arc<CudaContext> = self.context.clone();
-        let events = self.streams.events().clone();
-        let shared = self.shared.clone();
-        let slot = match self.slot(device_ids, operation) {
-            Ok(slot) => slot,
-            Err(error) => {
-                events.give_back(ready);
-                return Err(error);
-            }
-        };
-        let rank = slot.rank;
-        let Some(comm) = slot.communicators.comm(rank) else {
-            events.give_back(ready);
-            return Err(ServerError::generic("this rank has no communicator here"));
+        let key = DeviceSet::new(device_ids.clone()).id().id;
+        let (rank, comm, group, ranks) = {
+            let slot = self.slot(device_ids, operation)?;
+            let comm = slot
+                .communicators
+                .comm(slot.rank)
+                .ok_or_else(|| ServerError::generic("this rank has no communicator here"))?;
+            (
+                slot.rank,
+                comm,
+                slot.communicators.group.clone(),
+                slot.communicators.ranks(),
+            )
         };
         if let CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } = transfer.kind
-            && (peer == rank || peer >= slot.communicators.ranks())
+            && (peer == rank || peer >= ranks)
         {
-            events.give_back(ready);
             return Err(IoError::invalid(format!(
                 "{operation}: rank {rank} can't exchange with rank {peer}"
             ))
             .into());
         }
-        let value = slot.issued.wrapping_add(1);
-        let gate = Gate {
-            flag: slot.flag,
-            value,
-        };
-        let group = slot.communicators.group.clone();
-        // The gate: later work on the caller's stream waits until the call is done.
-        // SAFETY: live stream of this context; the flag is device memory of this context.
-        let gated = unsafe {
-            sys::cuStreamWaitValue32_v2(
-                caller,
-                gate.flag,
-                gate.value,
-                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-            )
-        }
-        .during("cuStreamWaitValue32");
-        if let Err(failure) = gated {
-            events.give_back(ready);
-            return Err(failure.into());
-        }
-        slot.issued = value;
-        self.streams.bump(stream);
+        let ready = self.streams.record(stream)?;
         let call = CudaCall {
-            context,
+            context: self.context.clone(),
             stream: collective_stream,
             comm,
             ready: Some(ready),
-            events,
+            done: None,
+            events: self.streams.events().clone(),
             send: transfer.send,
             recv: transfer.recv,
             count: transfer.count,
             dtype,
             op,
-            gate,
-            shared,
-            caller: stream,
+            buffers: transfer.buffers,
         };
-        let arrived = group.arrive(rank, owner, transfer.kind, call, false, &mut NcclLauncher);
+        let arrived = group.arrive(rank, owner, transfer.kind, call, true, &mut NcclLauncher);
         // NCCL and the launcher bound other devices' contexts on this thread.
         self.context.bind()?;
-        arrived.map(|_| ())
+        let ticket = arrived?;
+        if let Some(finished) = group.take(ticket) {
+            return self.settle_call(stream, key, finished);
+        }
+        if on_runner_thread() {
+            let finished = group.wait(ticket, collective_timeout(), &mut NcclLauncher);
+            self.context.bind()?;
+            return match finished {
+                Ok(finished) => self.settle_call(stream, key, finished),
+                Err(error) => {
+                    self.shared.push_error(stream, error);
+                    Ok(())
+                }
+            };
+        }
+        self.collectives.held.push(Held {
+            stream,
+            key,
+            group,
+            ticket,
+        });
+        Ok(())
+    }
+
+    /// Orders `stream` after a launched call (its done event) and keeps that event as the
+    /// slot's last; a call that failed or was abandoned queues its error on `stream`.
+    fn settle_call(
+        &mut self,
+        stream: StreamId,
+        key: u64,
+        mut finished: Finished<CudaCall>,
+    ) -> Result<(), ServerError> {
+        if let Err(error) = finished.result {
+            self.shared.push_error(stream, error);
+        }
+        let Some(done) = finished.payload.done.take() else {
+            return Ok(());
+        };
+        let events = finished.payload.events.clone();
+        let raw = match self.streams.raw(stream) {
+            Ok(raw) => raw,
+            Err(failure) => {
+                events.give_back(done);
+                return Err(failure.into());
+            }
+        };
+        // SAFETY: live stream and event of this context; the wait is captured now.
+        let waited = unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent");
+        self.streams.bump(stream);
+        match self.collectives.slots.get_mut(&key) {
+            Some(slot) => {
+                if let Some(old) = slot.last_done.replace(done) {
+                    events.give_back(old);
+                }
+            }
+            None => events.give_back(done),
+        }
+        // Dropping the payload now releases its bindings after the wait above.
+        drop(finished.payload);
+        waited.map_err(Into::into)
+    }
+
+    /// Settles the held calls of an inline handle whose peers have called since.
+    ///
+    /// Before a collective call (`queue_behind`), calls still waiting stay held: the new
+    /// call queues behind them in the group, and the collective stream keeps their order.
+    /// Before anything else, each waits up to [`HELD_GRACE`] for its peers' calls (already
+    /// submitted to their runner threads, say) and is otherwise refused.
+    ///
+    /// # Errors
+    /// A held call whose peers still haven't called (nothing else may run on this device
+    /// before it: see the module docs), or the driver's error.
+    pub(crate) fn settle_held_collectives(
+        &mut self,
+        queue_behind: bool,
+    ) -> Result<(), ServerError> {
+        if self.collectives.held.is_empty() {
+            return Ok(());
+        }
+        let mut first = Ok(());
+        let mut still = Vec::new();
+        for held in std::mem::take(&mut self.collectives.held) {
+            let finished = match held.group.take(held.ticket) {
+                Some(finished) => Some(finished),
+                None if queue_behind => None,
+                None => held.group.wait_taking(held.ticket, HELD_GRACE),
+            };
+            match finished {
+                Some(finished) => {
+                    let settled = self.settle_call(held.stream, held.key, finished);
+                    if first.is_ok() {
+                        first = settled;
+                    }
+                }
+                None => still.push(held),
+            }
+        }
+        let waiting = still.len();
+        self.collectives.held = still;
+        first?;
+        if waiting > 0 && !queue_behind {
+            return Err(ServerError::generic(format!(
+                "{:?} has {waiting} collective call(s) still waiting for the other devices' \
+                 matching calls: with an inline device handle make every device's call of a \
+                 collective before anything else on these devices",
+                self.device.to_id()
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`CudaServer::enter`] for a collective call, which may queue behind held ones.
+    fn enter_collective(&mut self) -> Result<(), ServerError> {
+        self.shared.health()?;
+        self.context.bind()?;
+        self.settle_held_collectives(true)
     }
 
     /// This device's part of an all-reduce.
@@ -279,7 +376,7 @@ impl CudaServer {
         op: ReduceOperation,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
-        self.enter()?;
+        self.enter_collective()?;
         self.refuse_if_capturing(stream)?;
         check_collective_type(dtype, "all_reduce", "cuda")?;
         if src.size() != dst.size() || !src.size().is_multiple_of(dtype.size() as u64) {
@@ -303,6 +400,7 @@ impl CudaServer {
             count: (src.size() / dtype.size() as u64) as usize,
             dtype,
             op,
+            buffers: vec![src, dst],
         };
         self.collective_call(device_ids, stream, transfer, "all_reduce")
     }
@@ -318,7 +416,7 @@ impl CudaServer {
         sending: bool,
     ) -> Result<(), ServerError> {
         let operation = if sending { "send" } else { "recv" };
-        self.enter()?;
+        self.enter_collective()?;
         self.refuse_if_capturing(stream)?;
         check_collective_type(dtype, operation, "cuda")?;
         let peer = DeviceSet::new(device_ids.clone()).require_rank(peer, operation)?;
@@ -336,46 +434,36 @@ impl CudaServer {
             count: (bytes / dtype.size() as u64) as usize,
             dtype,
             op: ReduceOperation::Sum,
+            buffers: vec![binding],
         };
         self.collective_call(device_ids, stream, transfer, operation)
     }
 
     /// Makes `stream` wait for every collective call this server made, and returns the
     /// errors queued on it.
+    ///
+    /// # Errors
+    /// A call of an inline handle still waiting for its peers, a collective's error, or the
+    /// driver's.
     pub(crate) fn collective_sync(&mut self, stream: StreamId) -> Result<(), ServerError> {
         self.enter()?;
         let raw = self.streams.raw(stream)?;
         for slot in self.collectives.slots.values() {
-            if slot.issued == 0 {
+            let Some(done) = slot.last_done else {
                 continue;
-            }
-            // SAFETY: live stream and flag of this context.
-            unsafe {
-                sys::cuStreamWaitValue32_v2(
-                    raw,
-                    slot.flag,
-                    slot.issued,
-                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                )
-            }
-            .during("cuStreamWaitValue32")?;
+            };
+            // SAFETY: live stream and event of this context.
+            unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent")?;
         }
         self.streams.bump(stream);
         self.shared.take_errors(stream)
     }
 
-    /// Whether a call of this server still waits for its peers (its gate is closed).
-    pub(crate) fn collective_pending(&self) -> bool {
-        self.collectives
-            .slots
-            .values()
-            .any(|slot| slot.communicators.group.pending(slot.rank) > 0)
-    }
-
-    /// Abandons the calls still waiting for their peers (opening their gates), waits for
-    /// the collective stream, and frees the flags. For the server's drop.
+    /// Abandons the calls still waiting for their peers and waits for the collective stream.
+    /// For the server's drop.
     pub(crate) fn collective_shutdown(&mut self) {
         let owner = self.collective_owner();
+        self.collectives.held.clear();
         for slot in self.collectives.slots.values() {
             slot.communicators
                 .group
@@ -394,12 +482,13 @@ impl CudaServer {
         }
     }
 
-    /// Frees the gate flags (after every stream of the server is idle).
-    pub(crate) fn collective_free_flags(&mut self) {
+    /// Gives the slots' last done events back (after every stream of the server is idle).
+    pub(crate) fn collective_release_events(&mut self) {
+        let events = self.streams.events().clone();
         for (_, slot) in self.collectives.slots.drain() {
-            // SAFETY: allocated by `new_flag`, freed once, after the streams that wait on
-            // it or write it were synchronized.
-            unsafe { sys::cuMemFree_v2(slot.flag) };
+            if let Some(done) = slot.last_done {
+                events.give_back(done);
+            }
         }
     }
 }

@@ -16,9 +16,10 @@
 //! same device) are abandoned with an error instead of run.
 //!
 //! What happens to an early device's call until the last one arrives is the backend's
-//! business: the CUDA backend gates its stream on the device (the host never waits); the
-//! CPU backend's runner thread waits ([`LocalGroup::wait`], with a timeout) or, with an
-//! inline handle, picks the result up later ([`LocalGroup::take_rank`]).
+//! business. On a runner thread both backends wait for the peers' calls
+//! ([`LocalGroup::wait`], with a timeout). With an inline handle the CPU backend picks the
+//! result up later ([`LocalGroup::take_rank`]); the CUDA backend holds the call and settles
+//! it before the device's next operation ([`LocalGroup::take`], [`LocalGroup::wait_taking`]).
 //!
 //! [`local_group`] is the process-wide registry: one group per backend payload type and
 //! communicator id.
@@ -339,6 +340,27 @@ impl<P> LocalGroup<P> {
                 drop(state);
                 self.changed.notify_all();
                 return Err(error);
+            }
+            state = self
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Waits at most `timeout` for call `ticket` (queued with `collect`) to run and takes
+    /// its outcome; `None` if it still waits for its peers then (it stays queued).
+    pub fn wait_taking(&self, ticket: Ticket, timeout: Duration) -> Option<Finished<P>> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.lock();
+        loop {
+            if let Some(kept) = state.finished.remove(&ticket) {
+                return Some(kept.finished);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
             }
             state = self
                 .changed

@@ -181,3 +181,35 @@ fn registry_returns_one_group_per_communicator() {
     assert!(Arc::ptr_eq(&a, &b));
     assert!(local_group::<u8>(id, vec![true; 3]).is_err());
 }
+
+#[test]
+fn wait_taking_keeps_a_call_queued_on_timeout_and_takes_it_once_a_peer_arrives() {
+    let group = Arc::new(LocalGroup::new(vec![true; 2]));
+    let mut adder = Adder::default();
+    let ticket = group.arrive(0, 0, SUM, 1, true, &mut adder).unwrap();
+    assert!(
+        group
+            .wait_taking(ticket, Duration::from_millis(20))
+            .is_none()
+    );
+    assert_eq!(
+        group.pending(0),
+        1,
+        "a timed-out wait must not abandon the call"
+    );
+    let peer = {
+        let group = group.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            group
+                .arrive(1, 1, SUM, 2, true, &mut Adder::default())
+                .unwrap()
+        })
+    };
+    let finished = group.wait_taking(ticket, Duration::from_secs(10)).unwrap();
+    assert_eq!(finished.payload, 3);
+    assert!(finished.result.is_ok());
+    let other = peer.join().unwrap();
+    assert_eq!(group.take(other).unwrap().payload, 3);
+    assert_eq!(adder.abandoned, 0);
+}
