@@ -514,8 +514,6 @@ impl ComputeServer for CpuServer {
     }
 
     fn end_allocation_window(&mut self, stream: StreamId) {
-        if !self.memory.modes().pop(stream) {
-            log::warn!("an allocation window was closed on {stream:?} but none was open");
-        }
+        self.memory.end_allocation_window(stream);
     }
 }

@@ -605,9 +605,7 @@ impl ComputeServer for CudaServer {
     }
 
     fn end_allocation_window(&mut self, stream: StreamId) {
-        if !self.memory.modes().pop(stream) {
-            log::warn!("an allocation window was closed on {stream:?} but none was open");
-        }
+        self.memory.end_allocation_window(stream);
     }
 
     fn start_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {

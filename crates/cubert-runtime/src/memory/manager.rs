@@ -245,6 +245,14 @@ impl<S: ComputeStorage> MemoryManager<S> {
         &mut self.modes
     }
 
+    /// Closes the innermost allocation window of `stream` (restoring the mode it replaced);
+    /// closing one that was never opened is logged and changes nothing.
+    pub fn end_allocation_window(&mut self, stream: StreamId) {
+        if !self.modes.pop(stream) {
+            log::warn!("an allocation window was closed on {stream:?} but none was open");
+        }
+    }
+
     /// Whether `id` is bound to a slice.
     pub fn contains(&self, id: MemoryId) -> bool {
         self.slices.contains_key(&id)
