@@ -311,8 +311,7 @@ fn all_reduce<R: Runtime>(
         "GB/s",
         &format!(
             "in-place f32 sum over {n} devices, busbw = algbw x 2(n-1)/n, median per-op time \
-             of K back-to-back ops ({})",
-            profile_clock(&clients[0])
+             of K back-to-back ops (host wall time until every device is synced)"
         ),
     );
     let reset = |size: usize| -> CliResult<()> {
@@ -363,19 +362,17 @@ fn all_reduce<R: Runtime>(
         let mut per_op = Vec::with_capacity(trials);
         for trial in 0..=trials {
             reset(size)?;
-            let seconds = if clients[0].properties().timing_method == TimingMethod::Device {
-                profiled_seconds(&clients[0], "all_reduce", || {
-                    (0..k).try_for_each(|_| reduce_all(size))
-                })?
-            } else {
-                let start = Instant::now();
-                (0..k).try_for_each(|_| reduce_all(size))?;
-                for client in clients {
-                    client.sync_collective()?;
-                    client.sync()?;
-                }
-                start.elapsed().as_secs_f64()
-            };
+            // Host wall time from the first call to every device synced: stricter than a
+            // device-side clock (it includes the host's launch work and the final sync), and
+            // every device's calls come from its own runner thread, as in an application
+            // (timing on a device's profiler would run that device's calls on this thread).
+            let start = Instant::now();
+            (0..k).try_for_each(|_| reduce_all(size))?;
+            for client in clients {
+                client.sync_collective()?;
+                client.sync()?;
+            }
+            let seconds = start.elapsed().as_secs_f64();
             for client in clients {
                 client.sync_collective()?;
                 client.sync()?;

@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 pub struct Comm(pub ncclComm_t);
 
 // SAFETY: a communicator may be used from any thread as long as one thread uses it at a
-// time; every use goes through the launch lock (see `launch`).
+// time. A rank's communicator is used to launch that rank's calls only, one call at a time:
+// by its own server's thread, or by the thread completing an instance under the group's
+// lock while the rank's server waits for (or holds) that call (see `launch`).
 unsafe impl Send for Comm {}
 // SAFETY: as above.
 unsafe impl Sync for Comm {}

@@ -10,6 +10,15 @@
 //!    is how one thread drives several GPUs without NCCL waiting on the host;
 //! 3. each device's collective stream records a *done* event after its NCCL work.
 //!
+//! When every call of an instance was made on a runner thread (threaded handles), each of
+//! those threads is waiting for the instance anyway, so the launcher leaves the calls to
+//! their owners ([`CudaCall::awaiting_owner`]): each runner launches its own device's NCCL
+//! call ([`CudaCall::launch_alone`]) as soon as the instance is complete, all devices in
+//! parallel, instead of one thread launching them one after the other (on four H200s that
+//! serial launch was most of a small all-reduce's time). The order of the NCCL kernels on
+//! each device is still the order in which instances completed: a runner can't arrive at
+//! its next call before it has launched this one.
+//!
 //! The caller's server then makes its stream wait for the done event (see the parent
 //! module), so work queued after the collective runs after it. Nothing on the device ever
 //! waits for something the host has yet to do: an earlier design held the caller's stream
@@ -18,7 +27,7 @@
 //! kernel queued later on another stream that shares the queue never started (the driver
 //! documents that such waits must also be expressed with events). Calls abandoned instead
 //! of launched (mismatched, timed out, their server dropped) keep their error for their
-//! caller. One process-wide lock orders every launch, so the NCCL kernels of different
+//! caller. One process-wide lock orders every group launch, so the NCCL kernels of different
 //! communicators are queued in one order on every GPU.
 
 use super::communicator::Comm;
@@ -59,6 +68,11 @@ pub struct CudaCall {
     pub dtype: ncclDataType_t,
     /// NCCL's reduction (all-reduce).
     pub op: ncclRedOp_t,
+    /// Made on a runner thread that waits for the instance: its owner can launch it.
+    pub by_owner: bool,
+    /// Set by the launcher when it left this call to its owner (see the module docs):
+    /// nothing is queued on the device yet.
+    pub awaiting_owner: bool,
     /// The bindings of `send` and `recv`: their memory stays allocated until the caller's
     /// stream waits for `done` and this call is dropped.
     #[expect(dead_code, reason = "held, never read: it keeps the buffers allocated")]
@@ -113,6 +127,25 @@ impl CudaCall {
                 Err(failure.into())
             }
         }
+    }
+
+    /// Launches this call alone, on its owner's thread, after the launcher left it there
+    /// ([`Self::awaiting_owner`]): the collective stream waits for the inputs, NCCL queues
+    /// the operation, the stream records `done` (even after a failure, so whatever NCCL
+    /// queued is ordered before the caller's later work).
+    ///
+    /// # Errors
+    /// The driver's or NCCL's error.
+    pub fn launch_alone(&mut self, kind: CallKind) -> Result<(), ServerError> {
+        self.awaiting_owner = false;
+        let queued = self
+            .context
+            .bind()
+            .map_err(ServerError::from)
+            .and_then(|()| self.wait_for_inputs())
+            .and_then(|()| self.enqueue(kind, peer_of(kind)));
+        let recorded = self.record_done();
+        queued.and(recorded)
     }
 
     fn nccl_stream(&self) -> nccl_sys::cudaStream_t {
@@ -173,11 +206,7 @@ impl NcclLauncher {
         )?;
         let mut queued = Ok(());
         for call in calls.iter() {
-            let peer = match call.kind {
-                CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } => peer as i32,
-                CallKind::AllReduce { .. } => 0,
-            };
-            if let Err(error) = call.payload.enqueue(call.kind, peer) {
+            if let Err(error) = call.payload.enqueue(call.kind, peer_of(call.kind)) {
                 queued = Err(error);
                 break;
             }
@@ -188,8 +217,24 @@ impl NcclLauncher {
     }
 }
 
+/// The peer rank NCCL is given for `kind` (0 where it has none).
+fn peer_of(kind: CallKind) -> i32 {
+    match kind {
+        CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } => {
+            i32::try_from(peer).unwrap_or(i32::MAX)
+        }
+        CallKind::AllReduce { .. } => 0,
+    }
+}
+
 impl Launcher<CudaCall> for NcclLauncher {
     fn launch(&mut self, calls: &mut [Call<CudaCall>]) -> Result<(), ServerError> {
+        if calls.iter().all(|call| call.payload.by_owner) {
+            for call in calls.iter_mut() {
+                call.payload.awaiting_owner = true;
+            }
+            return Ok(());
+        }
         let _order = LAUNCH.lock().unwrap_or_else(PoisonError::into_inner);
         let result = Self::run(calls);
         // `done` is recorded even after a failure: whatever NCCL queued before it failed is

@@ -3,7 +3,8 @@
 //! - [`communicator`]: one set of NCCL communicators per device set, for the process
 //!   (`ncclCommInitAll` for the GPUs of this process; rendezvous + `ncclCommInitRank` for a
 //!   process group).
-//! - [`launch`]: how the last device to call launches everyone's NCCL work in one group.
+//! - [`launch`]: how a complete instance is launched: by each runner thread for its own
+//!   device, or by the last device to call for everyone in one NCCL group.
 //! - this file: a server's side — its collective stream, per communicator its rank and the
 //!   done event of its last call, and the calls still waiting for their peers.
 //!
@@ -243,26 +244,36 @@ impl CudaServer {
             count: transfer.count,
             dtype,
             op,
+            by_owner: on_runner_thread(),
+            awaiting_owner: false,
             buffers: transfer.buffers,
         };
         let arrived = group.arrive(rank, owner, transfer.kind, call, true, &mut NcclLauncher);
-        // NCCL and the launcher bound other devices' contexts on this thread.
-        self.context.bind()?;
-        let ticket = arrived?;
+        let ticket = match arrived {
+            Ok(ticket) => ticket,
+            Err(error) => {
+                self.context.bind()?;
+                return Err(error);
+            }
+        };
+        // A complete instance may be waiting for this thread to launch this device's part
+        // (the peers' kernels already wait for it on their devices): settle before anything
+        // else can return early.
         if let Some(finished) = group.take(ticket) {
             return self.settle_call(stream, key, finished);
         }
         if on_runner_thread() {
-            let finished = group.wait(ticket, collective_timeout(), &mut NcclLauncher);
-            self.context.bind()?;
-            return match finished {
+            return match group.wait(ticket, collective_timeout(), &mut NcclLauncher) {
                 Ok(finished) => self.settle_call(stream, key, finished),
                 Err(error) => {
+                    self.context.bind()?;
                     self.shared.push_error(stream, error);
                     Ok(())
                 }
             };
         }
+        // NCCL and the launcher bound other devices' contexts on this thread.
+        self.context.bind()?;
         self.collectives.held.push(Held {
             stream,
             key,
@@ -272,14 +283,21 @@ impl CudaServer {
         Ok(())
     }
 
-    /// Orders `stream` after a launched call (its done event) and keeps that event as the
-    /// slot's last; a call that failed or was abandoned queues its error on `stream`.
+    /// Launches a call the launcher left to this server, then orders `stream` after it (its
+    /// done event) and keeps that event as the slot's last; a call that failed or was
+    /// abandoned queues its error on `stream`.
     fn settle_call(
         &mut self,
         stream: StreamId,
         key: u64,
         mut finished: Finished<CudaCall>,
     ) -> Result<(), ServerError> {
+        if finished.payload.awaiting_owner {
+            let launched = finished.payload.launch_alone(finished.kind);
+            finished.result = finished.result.and(launched);
+        }
+        // NCCL and the launcher may have bound other devices' contexts on this thread.
+        self.context.bind()?;
         if let Err(error) = finished.result {
             self.shared.push_error(stream, error);
         }

@@ -25,10 +25,12 @@
 //! communicator id.
 
 use super::communication::{CommunicationId, ReduceOperation};
+use crate::device_handle::{SPIN, spinning_helps};
 use crate::elem::ElemType;
 use crate::error::ServerError;
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -119,6 +121,8 @@ pub struct LocalGroup<P> {
     local: Vec<bool>,
     state: Mutex<State<P>>,
     changed: Condvar,
+    /// Bumped on every change [`Self::changed`] announces, for waiters that poll first.
+    generation: AtomicU64,
 }
 
 impl<P> LocalGroup<P> {
@@ -134,6 +138,7 @@ impl<P> LocalGroup<P> {
                 finished: HashMap::new(),
             }),
             changed: Condvar::new(),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -149,6 +154,29 @@ impl<P> LocalGroup<P> {
 
     fn lock(&self) -> MutexGuard<'_, State<P>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the waiters after a change (made with the state unlocked again).
+    fn announce(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+        self.changed.notify_all();
+    }
+
+    /// Releases the state and polls for a change for at most `until`, then locks again: a
+    /// peer's call usually arrives within microseconds, sooner than a sleeping thread wakes.
+    fn poll_for_change<'a>(
+        &'a self,
+        state: MutexGuard<'a, State<P>>,
+        until: Instant,
+    ) -> MutexGuard<'a, State<P>> {
+        let seen = self.generation.load(Ordering::Acquire);
+        drop(state);
+        while self.generation.load(Ordering::Acquire) == seen && Instant::now() < until {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+        self.lock()
     }
 
     /// Queues `rank`'s call and runs, through `launcher`, every instance that became
@@ -208,7 +236,7 @@ impl<P> LocalGroup<P> {
         });
         self.run_ready(&mut state, launcher);
         drop(state);
-        self.changed.notify_all();
+        self.announce();
         Ok(ticket)
     }
 
@@ -304,7 +332,13 @@ impl<P> LocalGroup<P> {
         timeout: Duration,
         launcher: &mut dyn Launcher<P>,
     ) -> Result<Finished<P>, ServerError> {
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let poll_until = if spinning_helps() {
+            start + SPIN
+        } else {
+            start
+        };
         let mut state = self.lock();
         loop {
             if let Some(kept) = state.finished.remove(&ticket) {
@@ -338,8 +372,12 @@ impl<P> LocalGroup<P> {
                     launcher.abandon(&mut [call], &error);
                 }
                 drop(state);
-                self.changed.notify_all();
+                self.announce();
                 return Err(error);
+            }
+            if now < poll_until {
+                state = self.poll_for_change(state, poll_until.min(deadline));
+                continue;
             }
             state = self
                 .changed
@@ -429,7 +467,7 @@ impl<P> LocalGroup<P> {
             launcher.abandon(&mut gone, &error);
         }
         drop(state);
-        self.changed.notify_all();
+        self.announce();
     }
 }
 
