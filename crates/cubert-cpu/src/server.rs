@@ -145,8 +145,9 @@ impl CpuServer {
     fn drain_releases(&mut self) {
         self.releases.drain_into(&mut self.released);
         for id in self.released.drain(..) {
-            if !self.memory.release(id, Vec::new()) {
-                self.failed.remove(&id);
+            if !self.memory.release(id, Vec::new()) && self.failed.remove(&id).is_none() {
+                // Released before its queued reservation ran (see `allocate`).
+                self.memory.release_early(id);
             }
         }
     }
@@ -392,9 +393,11 @@ impl ComputeServer for CpuServer {
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = HostStorage;
 
-    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
+    fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();
-        let id = memory.id();
+        if self.memory.take_early_release(id) {
+            return;
+        }
         if let Err(error) = self.memory.reserve(id, size, stream, &mut HostOrdering) {
             self.failed.insert(id, error.to_string());
             self.errors.push(stream, error.into());

@@ -203,7 +203,7 @@ impl Compiler {
         let text = format!(
             "prelude{PRELUDE_VERSION}\u{1f}{source}\u{1f}{}\u{1f}{:?}\u{1f}{mode:?}\u{1f}sm_{}{}\u{1f}nvrtc{}.{}\u{1f}driver{}",
             kernel.entry(),
-            kernel.options(),
+            kernel.compile_options(),
             self.arch.0,
             self.arch.1,
             nvrtc.0,
@@ -263,7 +263,7 @@ impl Compiler {
                 if let Some(cubin) = self.read_disk(&key) {
                     return Ok(cubin);
                 }
-                let options = nvrtc_options(self.arch, mode, kernel.options());
+                let options = nvrtc_options(self.arch, mode, &kernel.compile_options());
                 let cubin =
                     compile_cuda(kernel.name(), source, &options).map_err(compilation_error)?;
                 self.stats.nvrtc_compiles += 1;

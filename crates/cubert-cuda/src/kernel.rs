@@ -2,7 +2,8 @@
 //!
 //! # The kernel ABI
 //!
-//! Every kernel takes one parameter, the launch's [`KernelArgs`], by value:
+//! Every kernel takes one parameter, the launch's [`KernelArgs`], by value (its size set
+//! by the kernel's [`ArgsCapacity`]):
 //!
 //! ```cuda
 //! extern "C" __global__ void scale(const __grid_constant__ cubert::Args args) {
@@ -31,34 +32,118 @@ pub const MAX_BUFFERS: usize = 32;
 /// Most info words one launch can pass.
 pub const MAX_INFO: usize = 64;
 
-/// The parameter block of every launch (mirrors `cubert::Args` of the prelude).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct KernelArgs {
-    /// Device addresses of the buffers.
-    pub buffers: [u64; MAX_BUFFERS],
-    /// Length of each buffer in bytes.
-    pub lengths: [u64; MAX_BUFFERS],
-    /// Info words (scalars and metadata).
-    pub info: [u64; MAX_INFO],
-    /// Device address of this launch's out-of-bounds counter (0 when unchecked).
-    pub status: u64,
-    /// Buffers bound.
-    pub num_buffers: u32,
-    /// Info words passed.
-    pub num_info: u32,
+/// How many buffers and info words a kernel's argument block has room for: the size of
+/// its `cubert::Args` parameter. The driver copies the whole parameter at every launch (and
+/// keeps it in every node of a graph), so kernels that need few arguments declare a small
+/// block: the standard kernels pass 4 + 4 (112 bytes) instead of the 1040 bytes of the
+/// default 32 + 64, which on an H200 is what separated a cubert launch from a plain CUDA
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgsCapacity {
+    /// Buffers the block has room for (1 ..= [`MAX_BUFFERS`]).
+    pub buffers: usize,
+    /// Info words the block has room for (1 ..= [`MAX_INFO`]).
+    pub info: usize,
 }
 
-impl Default for KernelArgs {
+impl Default for ArgsCapacity {
     fn default() -> Self {
         Self {
-            buffers: [0; MAX_BUFFERS],
-            lengths: [0; MAX_BUFFERS],
-            info: [0; MAX_INFO],
-            status: 0,
-            num_buffers: 0,
-            num_info: 0,
+            buffers: MAX_BUFFERS,
+            info: MAX_INFO,
         }
+    }
+}
+
+impl ArgsCapacity {
+    /// Room for `buffers` buffers and `info` info words, each brought into
+    /// `1 ..= MAX_BUFFERS` and `1 ..= MAX_INFO`.
+    pub fn new(buffers: usize, info: usize) -> Self {
+        Self {
+            buffers: buffers.clamp(1, MAX_BUFFERS),
+            info: info.clamp(1, MAX_INFO),
+        }
+    }
+
+    /// Bytes of the block: both arrays of buffers, the info words, the status pointer and
+    /// the two counts.
+    pub fn bytes(self) -> usize {
+        self.words() * 8
+    }
+
+    fn words(self) -> usize {
+        2 * self.buffers + self.info + 2
+    }
+
+    /// The NVRTC options that size the prelude's `cubert::Args` to this capacity.
+    pub fn options(self) -> Vec<String> {
+        vec![
+            format!("-DCUBERT_MAX_BUFFERS={}", self.buffers),
+            format!("-DCUBERT_MAX_INFO={}", self.info),
+        ]
+    }
+}
+
+/// Words of the largest argument block.
+const MAX_WORDS: usize = 2 * MAX_BUFFERS + MAX_INFO + 2;
+
+/// The parameter block of one launch, laid out as the prelude's `cubert::Args` of a given
+/// [`ArgsCapacity`]: `void* buffers[B]; u64 lengths[B]; u64 info_words[I]; u32* status;
+/// u32 num_buffers; u32 num_info;` (8-byte words, little-endian counts). It lives on the
+/// stack; the driver reads the kernel's declared size from its start.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelArgs {
+    capacity: ArgsCapacity,
+    words: [u64; MAX_WORDS],
+}
+
+impl KernelArgs {
+    /// An empty block of `capacity`.
+    pub fn new(capacity: ArgsCapacity) -> Self {
+        Self {
+            capacity,
+            words: [0; MAX_WORDS],
+        }
+    }
+
+    /// The block's capacity.
+    pub fn capacity(&self) -> ArgsCapacity {
+        self.capacity
+    }
+
+    /// Sets buffer `index` (below the capacity; others are ignored): its device address
+    /// and length in bytes.
+    pub fn set_buffer(&mut self, index: usize, address: u64, length: u64) {
+        if index < self.capacity.buffers {
+            self.words[index] = address;
+            self.words[self.capacity.buffers + index] = length;
+        }
+    }
+
+    /// Sets the info words (as many as fit) and the two counts.
+    pub fn set_counts_and_info(&mut self, buffers: usize, info: &[u64]) {
+        let capacity = self.capacity;
+        let kept = info.len().min(capacity.info);
+        let start = 2 * capacity.buffers;
+        self.words[start..start + kept].copy_from_slice(&info[..kept]);
+        let buffers = buffers.min(capacity.buffers) as u64;
+        self.words[capacity.words() - 1] = buffers | ((kept as u64) << 32);
+    }
+
+    /// Sets the device address of the launch's out-of-bounds counter.
+    pub fn set_status(&mut self, address: u64) {
+        let status = self.capacity.words() - 2;
+        self.words[status] = address;
+    }
+
+    /// The block as the driver reads it.
+    pub fn as_words(&self) -> &[u64] {
+        &self.words[..self.capacity.words()]
+    }
+
+    /// The pointer `cuLaunchKernel` takes for this parameter.
+    pub fn as_param(&mut self) -> *mut std::ffi::c_void {
+        self.words.as_mut_ptr().cast()
     }
 }
 
@@ -80,6 +165,7 @@ struct KernelInner {
     cube_dim: CubeDim,
     shared_memory: usize,
     options: Vec<String>,
+    args: ArgsCapacity,
     id: KernelId,
 }
 
@@ -115,14 +201,17 @@ impl CudaKernel {
         cube_dim: CubeDim,
         shared_memory: usize,
         options: Vec<String>,
+        args: ArgsCapacity,
     ) -> Self {
         let id = KernelId::new(format!(
-            "cuda/{name}/{entry}/{:016x}/{:016x}/{}x{}x{}/smem{shared_memory}",
+            "cuda/{name}/{entry}/{:016x}/{:016x}/{}x{}x{}/smem{shared_memory}/args{}x{}",
             source_hash(&source),
             fnv1a(options.join("\u{1f}").as_bytes()),
             cube_dim.x,
             cube_dim.y,
-            cube_dim.z
+            cube_dim.z,
+            args.buffers,
+            args.info
         ));
         Self {
             inner: Arc::new(KernelInner {
@@ -132,6 +221,7 @@ impl CudaKernel {
                 cube_dim,
                 shared_memory,
                 options,
+                args,
                 id,
             }),
         }
@@ -151,6 +241,7 @@ impl CudaKernel {
             cube_dim,
             0,
             Vec::new(),
+            ArgsCapacity::default(),
         )
     }
 
@@ -168,6 +259,7 @@ impl CudaKernel {
             cube_dim,
             0,
             Vec::new(),
+            ArgsCapacity::default(),
         )
     }
 
@@ -185,6 +277,7 @@ impl CudaKernel {
             cube_dim,
             0,
             Vec::new(),
+            ArgsCapacity::default(),
         )
     }
 
@@ -196,7 +289,39 @@ impl CudaKernel {
             cube_dim,
             shared_memory,
             options,
+            self.inner.args,
         )
+    }
+
+    /// The same kernel with an argument block of `capacity` (see [`ArgsCapacity`]). CUDA
+    /// C++ source is compiled with the prelude's `cubert::Args` sized to match; a PTX or
+    /// cubin kernel must have been built with that same layout. Launches passing more
+    /// buffers or info words than the capacity are refused.
+    pub fn with_args_capacity(&self, capacity: ArgsCapacity) -> Self {
+        Self::build(
+            self.inner.name.to_string(),
+            self.inner.entry.clone(),
+            self.inner.source.clone(),
+            self.inner.cube_dim,
+            self.inner.shared_memory,
+            self.inner.options.clone(),
+            capacity,
+        )
+    }
+
+    /// The argument block's capacity.
+    pub fn args_capacity(&self) -> ArgsCapacity {
+        self.inner.args
+    }
+
+    /// The NVRTC options for CUDA C++ source: the extra options, then the argument block's
+    /// size.
+    pub fn compile_options(&self) -> Vec<String> {
+        let mut options = self.inner.options.clone();
+        if self.inner.args != ArgsCapacity::default() {
+            options.extend(self.inner.args.options());
+        }
+        options
     }
 
     /// The same kernel with `bytes` of dynamic shared memory per cube.
@@ -267,13 +392,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn argument_block_matches_the_prelude_layout() {
+    fn default_argument_block_matches_the_prelude_layout() {
         // 32 + 32 + 64 words, a status pointer, two u32 counts.
+        let args = KernelArgs::new(ArgsCapacity::default());
+        assert_eq!(args.as_words().len() * 8, (32 + 32 + 64 + 1) * 8 + 8);
+        assert_eq!(ArgsCapacity::default().bytes(), 1040);
+    }
+
+    #[test]
+    fn small_argument_block_places_every_field_where_the_prelude_reads_it() {
+        let mut args = KernelArgs::new(ArgsCapacity::new(4, 4));
+        args.set_buffer(0, 0xA0, 10);
+        args.set_buffer(2, 0xA2, 12);
+        args.set_buffer(4, 0xFF, 99); // beyond the capacity: ignored
+        args.set_counts_and_info(3, &[7, 8]);
+        args.set_status(0x5000);
         assert_eq!(
-            std::mem::size_of::<KernelArgs>(),
-            (32 + 32 + 64 + 1) * 8 + 8
+            args.as_words(),
+            &[
+                0xA0,
+                0,
+                0xA2,
+                0,
+                10,
+                0,
+                12,
+                0,
+                7,
+                8,
+                0,
+                0,
+                0x5000,
+                3 | (2 << 32)
+            ]
         );
-        assert_eq!(std::mem::align_of::<KernelArgs>(), 8);
+        assert_eq!(ArgsCapacity::new(4, 4).bytes(), 112);
+    }
+
+    #[test]
+    fn capacity_is_kept_within_the_prelude_limits() {
+        assert_eq!(ArgsCapacity::new(0, 0), ArgsCapacity::new(1, 1));
+        assert_eq!(ArgsCapacity::new(1000, 1000), ArgsCapacity::default());
+    }
+
+    #[test]
+    fn capacity_changes_the_id_and_the_compile_options() {
+        let a = CudaKernel::from_cuda("k", "k", "a", CubeDim::new_1d(1));
+        let small = a.with_args_capacity(ArgsCapacity::new(2, 3));
+        assert_ne!(a.id(), small.id());
+        assert!(a.compile_options().is_empty());
+        assert_eq!(
+            small.compile_options(),
+            vec![
+                "-DCUBERT_MAX_BUFFERS=2".to_string(),
+                "-DCUBERT_MAX_INFO=3".into()
+            ]
+        );
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Launching kernels: the argument block, the cube count, tensor maps, `cuLaunchKernel`.
 //!
-//! The argument block ([`KernelArgs`]) is filled on the runner thread from the bindings
-//! (device address and length of each buffer), the info words and, for checked launches, a
-//! status slot; the driver copies it at launch, so one block is reused for every launch.
+//! The argument block ([`KernelArgs`], sized by the kernel's capacity) is filled on the
+//! runner thread's stack from the bindings (device address and length of each buffer), the
+//! info words and, for checked launches, a status slot; the driver copies it at launch.
+//! Nothing is allocated on the way unless the kernel takes tensor maps.
 //! A dynamic cube count is read back from its buffer (this waits for the stream).
 
 use crate::driver::Context as _;
-use crate::kernel::{CudaKernel, KernelArgs, MAX_BUFFERS, MAX_INFO};
+use crate::kernel::{CudaKernel, KernelArgs};
 use crate::server::CudaServer;
 use crate::tma::encode_tensor_map;
 use cubert_runtime::backtrace::BackTrace;
@@ -62,12 +63,16 @@ impl CudaServer {
     ) -> Result<(), ServerError> {
         self.enter()?;
         self.drain_releases();
-        if arguments.buffers.len() > MAX_BUFFERS || arguments.info.data.len() > MAX_INFO {
+        let capacity = kernel.args_capacity();
+        if arguments.buffers.len() > capacity.buffers || arguments.info.data.len() > capacity.info {
             return Err(LaunchError::unknown(format!(
-                "kernel `{}` passes {} buffers and {} info words; the CUDA backend allows {MAX_BUFFERS} and {MAX_INFO}",
+                "kernel `{}` passes {} buffers and {} info words; its argument block has room \
+                 for {} and {}",
                 kernel.name(),
                 arguments.buffers.len(),
-                arguments.info.data.len()
+                arguments.info.data.len(),
+                capacity.buffers,
+                capacity.info
             ))
             .into());
         }
@@ -79,26 +84,23 @@ impl CudaServer {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
         }
-        let mut args = KernelArgs::default();
+        let mut args = KernelArgs::new(capacity);
         for (index, binding) in arguments.buffers.iter().enumerate() {
             let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
             self.use_on(binding.id(), stream)?;
-            args.buffers[index] = resource.ptr;
-            args.lengths[index] = resource.size;
+            args.set_buffer(index, resource.ptr, resource.size);
             if let Some(capture) = &mut self.capture {
                 capture.bindings.push(binding.clone());
             }
         }
-        args.num_buffers = arguments.buffers.len() as u32;
-        args.info[..arguments.info.data.len()].copy_from_slice(&arguments.info.data);
-        args.num_info = arguments.info.data.len() as u32;
+        args.set_counts_and_info(arguments.buffers.len(), &arguments.info.data);
         let raw = self.streams.raw(stream)?;
         if mode != ExecutionMode::Unchecked {
             let status_stream = self.status_stream(stream);
             if self.capture.is_none() && self.status.is_full(status_stream) {
                 self.submit_job(stream, crate::completion::Reply::Status)?;
             }
-            args.status = self.status.slot(status_stream, kernel.shared_name())?;
+            args.set_status(self.status.slot(status_stream, kernel.shared_name())?);
         }
         let mut maps: Vec<CUtensorMap> = Vec::with_capacity(arguments.tensor_maps.len());
         for tensor_map in &arguments.tensor_maps {
@@ -111,11 +113,18 @@ impl CudaServer {
                 capture.bindings.push(tensor_map.binding.clone());
             }
         }
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(1 + maps.len());
-        params.push((&mut args as *mut KernelArgs).cast());
-        for map in &mut maps {
-            params.push((map as *mut CUtensorMap).cast());
-        }
+        let mut first = [args.as_param()];
+        let mut with_maps: Vec<*mut c_void>;
+        let params: &mut [*mut c_void] = if maps.is_empty() {
+            &mut first
+        } else {
+            with_maps = Vec::with_capacity(1 + maps.len());
+            with_maps.push(args.as_param());
+            for map in &mut maps {
+                with_maps.push((map as *mut CUtensorMap).cast());
+            }
+            &mut with_maps
+        };
         let dim = kernel.cube_dim();
         // SAFETY: `function` is loaded in this context; `params` points at one argument
         // block (and the tensor maps) matching the kernel ABI, alive for the call (the

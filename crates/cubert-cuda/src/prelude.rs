@@ -9,7 +9,7 @@
 //! compiles a kernel for a launch's execution mode.
 
 /// Version of the prelude; part of every compile-cache key.
-pub const PRELUDE_VERSION: u32 = 1;
+pub const PRELUDE_VERSION: u32 = 2;
 
 /// The prelude source.
 pub const PRELUDE: &str = r#"
@@ -20,8 +20,12 @@ pub const PRELUDE: &str = r#"
 #ifndef CUBERT_VALIDATE
 #define CUBERT_VALIDATE 0
 #endif
+#ifndef CUBERT_MAX_BUFFERS
 #define CUBERT_MAX_BUFFERS 32
+#endif
+#ifndef CUBERT_MAX_INFO
 #define CUBERT_MAX_INFO 64
+#endif
 
 extern "C" __device__ int vprintf(const char*, const char*);
 

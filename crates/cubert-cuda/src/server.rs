@@ -39,7 +39,7 @@ use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::server::{CapturedGraph, ComputeServer, DeviceService, ServerUtilities};
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
-    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
+    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     ProfileError, ServerError, StreamId,
 };
 use cudarc::driver::sys::{self, CUevent};
@@ -252,8 +252,9 @@ impl CudaServer {
                     StreamOrdering::is_complete(&mut self.streams, *point);
                 }
             }
-            if !self.memory.release(*id, points) {
-                self.failed.remove(id);
+            if !self.memory.release(*id, points) && self.failed.remove(id).is_none() {
+                // Released before its queued reservation ran (see `allocate`).
+                self.memory.release_early(*id);
             }
         }
         self.released = released;
@@ -338,8 +339,7 @@ impl CudaServer {
         }
     }
 
-    fn reserve(&mut self, memory: &Handle, size: u64, stream: StreamId) -> Result<(), IoError> {
-        let id = memory.id();
+    fn reserve(&mut self, id: MemoryId, size: u64, stream: StreamId) -> Result<(), IoError> {
         match self.memory.reserve(id, size, stream, &mut self.streams) {
             Err(IoError::OutOfMemory { .. }) => {
                 // Blocks freed on other streams may still be pending: finish all work and
@@ -388,19 +388,22 @@ impl ComputeServer for CudaServer {
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = CudaStorage;
 
-    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
+    fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         if let Err(error) = self.enter() {
-            self.failed.insert(memory.id(), error.to_string());
+            self.failed.insert(id, error.to_string());
             self.shared.push_error(stream, error);
             return;
         }
         self.drain_releases();
-        match self.reserve(&memory, size, stream) {
+        if self.memory.take_early_release(id) {
+            return;
+        }
+        match self.reserve(id, size, stream) {
             Ok(()) => {
-                self.last_use.insert(memory.id(), stream);
+                self.last_use.insert(id, stream);
             }
             Err(error) => {
-                self.failed.insert(memory.id(), error.to_string());
+                self.failed.insert(id, error.to_string());
                 self.shared.push_error(stream, error.into());
             }
         }

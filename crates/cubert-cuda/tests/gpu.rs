@@ -10,7 +10,7 @@
 mod common;
 
 use common::{SCALE, TMA_TILE_COPY};
-use cubert_cuda::{CudaDevice, CudaKernel, CudaRuntime, CudaServer};
+use cubert_cuda::{ArgsCapacity, CudaDevice, CudaKernel, CudaRuntime, CudaServer};
 use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
 use cubert_runtime::kernel::{TensorMapBinding, TensorMapFormat, TensorMapMeta};
 use cubert_runtime::properties::TimingMethod;
@@ -64,6 +64,39 @@ fn kernel_from_cuda_source_runs_with_scalars() {
     let out = client.read_one(handle).unwrap().to_elems::<f32>();
     let expected: Vec<f32> = data.iter().map(|v| v * 2.5).collect();
     assert_eq!(out, expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn kernel_with_a_small_argument_block_runs_and_refuses_more_arguments_than_it_holds() {
+    let client = client();
+    let data = values(1000, 3);
+    let handle = client.create(Bytes::from_slice(&data)).unwrap();
+    let kernel = CudaKernel::from_cuda("scale_small", "scale", SCALE, CubeDim::new_1d(128))
+        .with_args_capacity(ArgsCapacity::new(1, 2));
+    let factor = cubert_runtime::kernel::standard::encode_scalar(-1.5f32);
+    client
+        .launch(
+            kernel.clone(),
+            CubeCount::new_1d(8),
+            args(&[&handle], vec![1000, factor]),
+        )
+        .unwrap();
+    let out = client.read_one(handle.clone()).unwrap().to_elems::<f32>();
+    let expected: Vec<f32> = data.iter().map(|v| v * -1.5).collect();
+    assert_eq!(out, expected);
+    // A second buffer doesn't fit the block: refused, and the data is untouched.
+    let other = client.create(Bytes::from_slice(&[0.0f32; 4])).unwrap();
+    let message = match client.launch(
+        kernel,
+        CubeCount::new_1d(8),
+        args(&[&handle, &other], vec![1000, factor]),
+    ) {
+        Err(error) => format!("{error:?}"),
+        Ok(()) => format!("{:?}", client.sync().unwrap_err()),
+    };
+    assert!(message.contains("room for 1 and 2"), "{message}");
+    assert_eq!(client.read_one(handle).unwrap().to_elems::<f32>(), expected);
 }
 
 #[test]

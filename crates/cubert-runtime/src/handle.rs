@@ -12,15 +12,19 @@
 //! id is pushed onto the owning device's [`ReleaseQueue`]; the server drains that queue and
 //! returns the slice to its pool. Because every queued task holds a [`Binding`] of the memory
 //! it uses, the release is seen only after all of that work was handed to the device.
-//! Ids are never reused, so a stale id can never point to another allocation.
+//! The one task that holds no binding is the reservation `empty` queues (only the id, for
+//! speed): its handle may be released first, and the server then skips the reservation
+//! (`MemoryManager::release_early`). Ids are never reused, so a stale id can never point to
+//! another allocation.
 
 use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;
 use crate::error::IoError;
 use crate::shape::{Shape, Strides};
 use crate::stream::StreamId;
+use crossbeam_queue::ArrayQueue;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The stable id of one allocation. Never reused within a process.
@@ -48,10 +52,29 @@ impl fmt::Display for MemoryId {
 
 static NEXT_MEMORY_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Ring slots of a [`ReleaseQueue`]; more releases between two drains go to its overflow.
+const RELEASE_RING: usize = 4096;
+
 /// Ids of allocations whose last reference was dropped, waiting for the server to free them.
-#[derive(Default)]
+///
+/// Handles are dropped on any thread while the runner drains the queue before most
+/// operations, at millions of allocations per second: a lock-free ring takes the ids (no
+/// lock shared with the runner, nothing allocated per release), and a locked list only
+/// those that find it full.
 pub struct ReleaseQueue {
-    released: Mutex<Vec<MemoryId>>,
+    ring: ArrayQueue<MemoryId>,
+    overflow: Mutex<Vec<MemoryId>>,
+    overflowed: AtomicBool,
+}
+
+impl Default for ReleaseQueue {
+    fn default() -> Self {
+        Self {
+            ring: ArrayQueue::new(RELEASE_RING),
+            overflow: Mutex::new(Vec::new()),
+            overflowed: AtomicBool::new(false),
+        }
+    }
 }
 
 impl ReleaseQueue {
@@ -61,17 +84,24 @@ impl ReleaseQueue {
     }
 
     fn push(&self, id: MemoryId) {
-        self.released
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(id);
+        if let Err(id) = self.ring.push(id) {
+            self.overflow
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(id);
+            self.overflowed.store(true, Ordering::Release);
+        }
     }
 
     /// Takes every id released so far, appending them to `into` (which is cleared first).
     pub fn drain_into(&self, into: &mut Vec<MemoryId>) {
         into.clear();
-        let mut released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::swap(&mut *released, into);
+        while let Some(id) = self.ring.pop() {
+            into.push(id);
+        }
+        if self.overflowed.swap(false, Ordering::AcqRel) {
+            into.append(&mut self.overflow.lock().unwrap_or_else(PoisonError::into_inner));
+        }
     }
 }
 

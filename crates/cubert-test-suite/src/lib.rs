@@ -146,6 +146,7 @@ macro_rules! __for_each_suite_test {
                 memory_usage_returns_to_baseline_after_handles_drop_threaded,
                 memory_usage_returns_to_baseline_after_handles_drop_inline,
                 dropped_handle_is_reused_on_same_stream,
+                handles_dropped_before_their_allocation_runs_leave_nothing_in_use,
                 memory_report_agrees_with_memory_usage,
                 memory_cleanup_keeps_live_handles_intact,
                 persistent_window_allocations_land_in_persistent_pool,

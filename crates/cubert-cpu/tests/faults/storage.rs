@@ -156,6 +156,9 @@ fn inject(request: &Request, depth: u64, tally: &mut Tally) {
         client.empty(garbage_size)
     }
     .unwrap();
+    // Reserved before it is dropped (a handle `empty` made and dropped at once may be
+    // released before its reservation runs, which then reserves nothing).
+    client.sync().unwrap();
     drop(garbage);
     client.sync().unwrap();
     other_stream.sync().unwrap();

@@ -12,7 +12,7 @@ pub use variants::{
     VARIANT_LIBRARY, standard_variants, variant_kernel, variant_names, variant_source,
 };
 
-use crate::kernel::CudaKernel;
+use crate::kernel::{ArgsCapacity, CudaKernel};
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::{CubeDim, LaunchError};
@@ -21,6 +21,14 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Units per cube of the elementwise and reduce kernels.
 pub const BLOCK: u32 = 256;
+
+/// The argument block of the standard kernels and their variants: at most three buffers
+/// and three info words are passed (matmul), so 4 + 4 keeps each launch's parameter at 112
+/// bytes instead of 1040.
+pub const STANDARD_ARGS: ArgsCapacity = ArgsCapacity {
+    buffers: 4,
+    info: 4,
+};
 /// Side of the matmul output tile (units per cube: `TILE × TILE`).
 pub const TILE: u32 = 16;
 
@@ -133,7 +141,8 @@ pub fn standard_kernel(kernel: StandardKernel) -> Result<CudaKernel, LaunchError
         return Ok(built.clone());
     }
     let (entry, source, cube_dim) = standard_source(kernel)?;
-    let built = CudaKernel::from_cuda(kernel.name(), entry, source, cube_dim);
+    let built = CudaKernel::from_cuda(kernel.name(), entry, source, cube_dim)
+        .with_args_capacity(STANDARD_ARGS);
     cache
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

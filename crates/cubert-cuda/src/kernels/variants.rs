@@ -386,7 +386,8 @@ pub fn variant_kernel(kernel: StandardKernel, variant: &str) -> Result<CudaKerne
         return Ok(built.clone());
     }
     let (entry, source, cube_dim) = variant_source(kernel, variant)?;
-    let built = CudaKernel::from_cuda(format!("{kernel}/{variant}"), entry, source, cube_dim);
+    let built = CudaKernel::from_cuda(format!("{kernel}/{variant}"), entry, source, cube_dim)
+        .with_args_capacity(super::STANDARD_ARGS);
     cache
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -267,9 +267,10 @@ impl<R: Runtime> ComputeClient<R> {
             .layout_policy
             .handles()
             .mint(stream, size as u64);
-        let base = handle.clone();
+        // Only the id is queued: the handle may be dropped before the reservation runs (the
+        // server then reserves nothing, see `ComputeServer::allocate`).
         self.device
-            .submit(move |server| server.initialize_memory(base, size as u64, stream));
+            .submit_allocation(handle.id(), size as u64, stream);
         Ok(handle)
     }
 

@@ -28,7 +28,9 @@ pub use crate::config::DeviceHandleMode;
 
 use crate::device::DeviceId;
 use crate::error::ServerError;
+use crate::handle::MemoryId;
 use crate::server::{ComputeServer, ServerUtilities};
+use crate::stream::StreamId;
 use gate::ReentrantGate;
 use marks::{BorrowMark, OwnMark, is_borrowed, is_owned};
 
@@ -73,6 +75,13 @@ type Task<S> = Box<dyn FnOnce(&mut S) + Send>;
 
 enum Message<S> {
     Task(Task<S>),
+    /// `ComputeServer::allocate`, the allocation fast path: no boxed closure, and nothing
+    /// allocated on the caller's thread to be freed on the runner's.
+    Allocate {
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+    },
     Pause {
         paused: SyncSender<()>,
         resume: Receiver<()>,
@@ -180,6 +189,29 @@ impl<S> Core<S> {
         }
     }
 
+    /// Runs `ComputeServer::allocate` with the server locked, then every task it deferred.
+    fn allocate(&self, id: MemoryId, size: u64, stream: StreamId)
+    where
+        S: ComputeServer,
+    {
+        {
+            let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+            let _mark = BorrowMark::new(self.key);
+            if let Err(payload) =
+                catch_unwind(AssertUnwindSafe(|| server.allocate(id, size, stream)))
+            {
+                let message = panic_message(payload.as_ref());
+                self.push_error(ServerError::generic(format!(
+                    "allocating {size} bytes on {:?} panicked: {message}",
+                    self.device_id
+                )));
+            }
+        }
+        if let Some(task) = self.next_deferred() {
+            self.run(task);
+        }
+    }
+
     /// Runs `task` with the server locked and returns its result, catching a panic.
     fn call<R>(&self, task: impl FnOnce(&mut S) -> R) -> Result<R, CallError> {
         let result = {
@@ -208,11 +240,12 @@ pub fn on_runner_thread() -> bool {
     RUNNER.with(std::cell::Cell::get)
 }
 
-fn runner_loop<S>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
+fn runner_loop<S: ComputeServer>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
     RUNNER.with(|runner| runner.set(true));
     while let Ok(message) = recv_spinning(&receiver) {
         match message {
             Message::Task(task) => core.run(task),
+            Message::Allocate { id, size, stream } => core.allocate(id, size, stream),
             Message::Pause { paused, resume } => {
                 if paused.send(()).is_ok() {
                     // Ends when the exclusive section sends or drops its sender.
@@ -319,6 +352,33 @@ impl<S: ComputeServer> DeviceHandle<S> {
             None => {
                 let _gate = self.inner.gate.enter();
                 core.run(Box::new(task));
+            }
+        }
+    }
+
+    /// Queues `ComputeServer::allocate(id, size, stream)`. Returns at once in threaded
+    /// mode. The cheapest way to queue work: no closure is boxed.
+    pub fn submit_allocation(&self, id: MemoryId, size: u64, stream: StreamId) {
+        let core = &self.inner.core;
+        if is_borrowed(core.key) {
+            core.defer(Box::new(move |server: &mut S| {
+                server.allocate(id, size, stream)
+            }));
+            return;
+        }
+        if is_owned(core.key) {
+            core.allocate(id, size, stream);
+            return;
+        }
+        match &self.inner.sender {
+            Some(sender) => {
+                if sender.send(Message::Allocate { id, size, stream }).is_err() {
+                    core.push_error(CallError::Disconnected.into());
+                }
+            }
+            None => {
+                let _gate = self.inner.gate.enter();
+                core.allocate(id, size, stream);
             }
         }
     }

@@ -164,6 +164,9 @@ pub struct MemoryManager<S: ComputeStorage> {
     persistent: BlockPool,
     paged: Option<PagedPool>,
     slices: IdMap<Slice>,
+    /// Allocations whose handles were all dropped before their reservation ran (see
+    /// [`Self::release_early`]).
+    released_early: IdMap<()>,
     modes: ModeTable,
     started: Instant,
     tick_ms: u64,
@@ -213,6 +216,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             persistent,
             paged,
             slices: IdMap::default(),
+            released_early: IdMap::default(),
             modes: ModeTable::default(),
             started: Instant::now(),
             tick_ms: 0,
@@ -373,6 +377,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         if self.slices.contains_key(&id) {
             return Err(IoError::invalid(format!("{id} is already bound to memory")));
         }
+
         let rounded = round_up(size, self.alignment())
             .filter(|rounded| *rounded <= self.limits.max_allocation)
             .ok_or_else(|| IoError::BufferTooBig {
@@ -541,6 +546,28 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let tick = self.tick_ms;
         self.pool(slice.pool)
             .free(slice.taken.segment, slice.taken.offset, points, tick)
+    }
+
+    /// Notes that allocation `id`, not bound to memory yet, was released: its reservation
+    /// (queued, not run yet) must then reserve nothing ([`Self::take_early_release`]).
+    /// Allocations made with
+    /// `DeviceHandle::submit_allocation` don't keep their handle alive until the
+    /// reservation runs, so a caller that drops the handle at once can release the id
+    /// first. Ids never bound because their reservation failed must not be passed here
+    /// (their reservation already ran).
+    pub fn release_early(&mut self, id: MemoryId) {
+        self.released_early.insert(id, ());
+    }
+
+    /// Whether `id` was released before its reservation ran (and forgets it): the server
+    /// then skips the reservation, since nothing can use the memory any more.
+    pub fn take_early_release(&mut self, id: MemoryId) -> bool {
+        !self.released_early.is_empty() && self.released_early.remove(&id).is_some()
+    }
+
+    /// Releases noted by [`Self::release_early`] whose reservation hasn't run yet.
+    pub fn early_releases(&self) -> usize {
+        self.released_early.len()
     }
 
     /// Whether `id` is bound to a block of the paged pool. Its pages can be taken back for
@@ -793,6 +820,23 @@ mod tests {
         memory.reserve(b, 4096, stream, &mut HostOrdering).unwrap();
         assert_eq!(memory.slice(b).unwrap().storage, first);
         assert_eq!(memory.report().storage_allocations, 1);
+    }
+
+    #[test]
+    fn release_noted_before_the_reservation_is_taken_once() {
+        let mut memory = manager(None);
+        let [early, other] = ids(2).try_into().unwrap();
+        assert!(
+            !memory.release(early, Vec::new()),
+            "unknown ids free nothing"
+        );
+        memory.release_early(early);
+        assert_eq!(memory.early_releases(), 1);
+        assert!(!memory.take_early_release(other));
+        assert!(memory.take_early_release(early));
+        assert!(!memory.take_early_release(early), "forgotten once taken");
+        assert_eq!(memory.early_releases(), 0);
+        assert_eq!(memory.report().storage_allocations, 0);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;
 use crate::error::{IoError, ProfileError, ServerError};
 use crate::future::DynFut;
-use crate::handle::{Binding, Handle};
+use crate::handle::{Binding, Handle, MemoryId};
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::layout::MemoryLayoutPolicy;
 use crate::logging::ServerLogger;
@@ -74,7 +74,17 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
 
     /// Binds `memory` (a whole allocation) to `size` bytes of device memory for `stream`.
     /// Failure is queued on the stream.
-    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId);
+    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
+        self.allocate(memory.id(), size, stream);
+    }
+
+    /// Binds allocation `id` to `size` bytes of device memory for `stream`, as
+    /// [`Self::initialize_memory`] without holding the handle: the allocation fast path
+    /// (`ComputeClient::empty`) queues only the id, so its handle may be dropped (and the id
+    /// released) before this runs. The server passes the release of an id it doesn't know
+    /// (and whose reservation didn't fail) to `MemoryManager::release_early`, and the
+    /// reservation then reserves nothing. Failure is queued on the stream.
+    fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId);
 
     /// Reserves staging buffers through the queue. Prefer
     /// [`ServerUtilities::staging`], which doesn't stall the queue.
