@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
     let binary =
-        std::env::var_os("CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
+        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
     let mut command = Command::new(binary);
     command.args(args).current_dir(dir);
     for (name, _) in std::env::vars() {

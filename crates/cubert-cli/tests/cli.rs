@@ -9,10 +9,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    // CUBERT_BIN points at the binary when the tests run away from the build tree
+    // TEST_CUBERT_BIN points at the binary when the tests run away from the build tree
     // (scripts/gpu-test bundles both).
     let binary =
-        std::env::var_os("CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
+        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
     let mut command = Command::new(binary);
     command.args(args).current_dir(dir);
     for (name, _) in std::env::vars() {

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 const RANK_CHILD: &str = "CUBERT_TEST_LAUNCH_RANK";
 
 fn cubert() -> Command {
-    // CUBERT_BIN points at the binary when the tests run away from the build tree.
+    // TEST_CUBERT_BIN points at the binary when the tests run away from the build tree.
     let binary =
-        std::env::var_os("CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
+        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
     let mut command = Command::new(binary);
     for (name, _) in std::env::vars() {
-        if name.starts_with("CUBERT_") && name != "CUBERT_BIN" {
+        if name.starts_with("CUBERT_") {
             command.env_remove(name);
         }
     }

@@ -174,9 +174,12 @@ impl CudaServer {
             events.clone(),
             timing_events.clone(),
         )?;
-        let copy_threads = std::thread::available_parallelism()
-            .map(|n| n.get().min(8))
-            .unwrap_or(4);
+        let copy_threads = match config.cuda.copy_threads {
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get().min(8))
+                .unwrap_or(4),
+            threads => threads as usize,
+        };
         let copy_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(copy_threads)
             .thread_name(move |i| format!("cubert-cuda{}-copy{i}", device.index))

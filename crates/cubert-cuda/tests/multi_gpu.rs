@@ -461,9 +461,9 @@ fn to_client_paths_agree_between_two_servers_of_one_gpu() {
     }
 }
 
-/// Where `cubert` is: `CUBERT_BIN`, else next to this test binary's directory.
+/// Where `cubert` is: `TEST_CUBERT_BIN`, else next to this test binary's directory.
 fn cubert_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CUBERT_BIN") {
+    if let Some(path) = std::env::var_os("TEST_CUBERT_BIN") {
         return Some(PathBuf::from(path));
     }
     let exe = std::env::current_exe().ok()?;
@@ -551,7 +551,7 @@ fn process_groups_started_by_cubert_launch_reduce_exactly() {
         return;
     };
     let Some(cubert) = cubert_binary() else {
-        eprintln!("skipped: no cubert binary (set CUBERT_BIN)");
+        eprintln!("skipped: no cubert binary (set TEST_CUBERT_BIN)");
         return;
     };
     let exe = std::env::current_exe().unwrap();

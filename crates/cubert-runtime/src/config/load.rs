@@ -283,4 +283,23 @@ mod tests {
         assert_eq!(loaded.config.cpu.devices, 1);
         assert!(loaded.warnings[0].contains("CUBERT_CPU_DEVICES"));
     }
+
+    #[test]
+    fn copy_threads_take_counts_up_to_256_and_warn_above() {
+        let root = tempfile::tempdir().unwrap();
+        let set = |value: &str| {
+            load_config_from(
+                root.path(),
+                vec![("CUBERT_CUDA_COPY_THREADS".to_string(), value.to_string())],
+            )
+        };
+        assert_eq!(set("16").config.cuda.copy_threads, 16);
+        let refused = set("1000");
+        assert_eq!(refused.config.cuda.copy_threads, 0);
+        assert!(
+            refused.warnings[0].contains("0 to 256"),
+            "{:?}",
+            refused.warnings
+        );
+    }
 }

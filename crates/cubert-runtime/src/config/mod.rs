@@ -30,6 +30,7 @@
 //! memory_limit = "auto"        # device memory a client may hold; "auto" = all of it
 //! pinned_cache = "4 GiB"       # freed pinned host memory kept for reuse
 //! peer_copy = true             # to_client GPU to GPU directly (false: through the host)
+//! copy_threads = 0             # threads staging pageable uploads; 0 = one per core, <= 8
 //!
 //! [profiling]
 //! level = "disabled"           # disabled | execution-only | basic | full

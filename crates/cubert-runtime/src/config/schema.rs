@@ -142,6 +142,9 @@ pub struct CudaConfig {
     /// Whether `to_client` copies GPU to GPU directly where the GPUs reach each other;
     /// `false` sends every copy through pinned host memory.
     pub peer_copy: bool,
+    /// Threads copying pageable bytes into pinned staging memory for uploads; 0 means one
+    /// per core, at most 8.
+    pub copy_threads: u64,
 }
 
 impl Default for CudaConfig {
@@ -151,6 +154,7 @@ impl Default for CudaConfig {
             pinned_cache: 4 << 30,
             pitch_alignment: 0,
             peer_copy: true,
+            copy_threads: 0,
         }
     }
 }
@@ -389,6 +393,13 @@ impl CubertConfig {
             ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
             ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes(value)?,
             ("cuda", "peer_copy") => self.cuda.peer_copy = boolean(value)?,
+            ("cuda", "copy_threads") => {
+                let threads = integer(value)?;
+                if threads > 256 {
+                    return Err(format!("expected 0 to 256 threads, found {threads}"));
+                }
+                self.cuda.copy_threads = threads;
+            }
             ("profiling", "level") => {
                 self.profiling.level = match text(value)?.as_str() {
                     "disabled" | "off" => ProfileLevel::Disabled,
