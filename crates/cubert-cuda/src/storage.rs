@@ -219,7 +219,7 @@ impl PageMapper for CudaStorage {
             .map_err(|failure| self.failed(failure, size))
     }
 
-    fn grant_access(&mut self, range: StorageId, size: u64) -> Result<(), IoError> {
+    fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
         let (ptr, _) = *self
             .ranges
             .get(&range)
@@ -232,7 +232,7 @@ impl PageMapper for CudaStorage {
         access.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
         // One call per mapped page: each page is its own physical allocation.
         let page = self.page_size();
-        for offset in (0..size).step_by(page as usize) {
+        for offset in (start..start + size).step_by(page as usize) {
             // SAFETY: the page at `offset` of the range is mapped.
             unsafe { sys::cuMemSetAccess(ptr + offset, page as usize, &access, 1) }
                 .during("cuMemSetAccess")
@@ -241,12 +241,12 @@ impl PageMapper for CudaStorage {
         Ok(())
     }
 
-    fn unmap(&mut self, range: StorageId, size: u64) {
+    fn unmap(&mut self, range: StorageId, start: u64, size: u64) {
         if let Some((ptr, _)) = self.ranges.get(&range).copied()
             && self.context.bind().is_ok()
         {
             let page = self.page_size();
-            for offset in (0..size).step_by(page as usize) {
+            for offset in (start..start + size).step_by(page as usize) {
                 // SAFETY: the page at `offset` is mapped and no work uses it (the paged pool
                 // unmaps only blocks whose stream points are complete).
                 unsafe { sys::cuMemUnmap(ptr + offset, page as usize) };

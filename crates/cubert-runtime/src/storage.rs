@@ -109,15 +109,16 @@ pub trait PageMapper {
     /// The driver's refusal.
     fn map(&mut self, range: StorageId, offset: u64, page: PageId) -> Result<(), IoError>;
 
-    /// Grants the device read-write access to the first `size` bytes of `range` (after
+    /// Grants the device read-write access to `size` bytes of `range` from `offset` (after
     /// mapping them).
     ///
     /// # Errors
     /// The driver's refusal.
-    fn grant_access(&mut self, range: StorageId, size: u64) -> Result<(), IoError>;
+    fn grant_access(&mut self, range: StorageId, offset: u64, size: u64) -> Result<(), IoError>;
 
-    /// Unmaps the first `size` bytes of `range`. No work may use them any more.
-    fn unmap(&mut self, range: StorageId, size: u64);
+    /// Unmaps `size` bytes of `range` from `offset` (whole pages). No work may use them any
+    /// more.
+    fn unmap(&mut self, range: StorageId, offset: u64, size: u64);
 }
 
 /// A resolved resource that keeps its memory alive while the caller holds it.
