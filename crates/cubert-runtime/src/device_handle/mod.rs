@@ -169,22 +169,25 @@ impl<S> Core<S> {
             .push(error);
     }
 
+    /// Runs `work` with the server locked; a panic is logged and queued as an error.
+    fn run_locked(&self, work: impl FnOnce(&mut S)) {
+        let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+        let _mark = BorrowMark::new(self.key);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(&mut server))) {
+            let message = panic_message(payload.as_ref());
+            log::error!("a task on {:?} panicked: {message}", self.device_id);
+            self.push_error(ServerError::generic(format!(
+                "a task on {:?} panicked: {message} (the device keeps serving)",
+                self.device_id
+            )));
+        }
+    }
+
     /// Runs `task` with the server locked, then every task it deferred.
     fn run(&self, task: Task<S>) {
         let mut next = Some(task);
         while let Some(task) = next {
-            {
-                let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
-                let _mark = BorrowMark::new(self.key);
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| task(&mut server))) {
-                    let message = panic_message(payload.as_ref());
-                    log::error!("a task on {:?} panicked: {message}", self.device_id);
-                    self.push_error(ServerError::generic(format!(
-                        "a task on {:?} panicked: {message} (the device keeps serving)",
-                        self.device_id
-                    )));
-                }
-            }
+            self.run_locked(task);
             next = self.next_deferred();
         }
     }
@@ -194,19 +197,7 @@ impl<S> Core<S> {
     where
         S: ComputeServer,
     {
-        {
-            let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
-            let _mark = BorrowMark::new(self.key);
-            if let Err(payload) =
-                catch_unwind(AssertUnwindSafe(|| server.allocate(id, size, stream)))
-            {
-                let message = panic_message(payload.as_ref());
-                self.push_error(ServerError::generic(format!(
-                    "allocating {size} bytes on {:?} panicked: {message}",
-                    self.device_id
-                )));
-            }
-        }
+        self.run_locked(|server| server.allocate(id, size, stream));
         if let Some(task) = self.next_deferred() {
             self.run(task);
         }
