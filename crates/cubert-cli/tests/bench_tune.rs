@@ -3,21 +3,9 @@
 //!
 //! Runs happen in an empty temporary directory with every `CUBERT_*` variable removed.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    let binary =
-        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
-    let mut command = Command::new(binary);
-    command.args(args).current_dir(dir);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CUBERT_") {
-            command.env_remove(name);
-        }
-    }
-    command.output()
-}
+use common::cubert;
 
 #[test]
 fn bench_tune_reports_tuned_against_default_per_shape() {

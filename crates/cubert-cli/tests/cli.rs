@@ -6,22 +6,11 @@
 //! into that directory, so the tests also run away from the source tree.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn cubert(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    // TEST_CUBERT_BIN points at the binary when the tests run away from the build tree
-    // (scripts/gpu-test bundles both).
-    let binary =
-        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
-    let mut command = Command::new(binary);
-    command.args(args).current_dir(dir);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CUBERT_") {
-            command.env_remove(name);
-        }
-    }
-    command.output()
-}
+mod common;
+
+use common::cubert;
 
 /// Writes the fixture `name` into `dir` and returns its path as a string.
 fn fixture(dir: &Path, name: &str) -> std::io::Result<String> {

@@ -6,23 +6,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cubert::distributed::ProcessGroup;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const RANK_CHILD: &str = "CUBERT_TEST_LAUNCH_RANK";
 
-fn cubert() -> Command {
-    // TEST_CUBERT_BIN points at the binary when the tests run away from the build tree.
-    let binary =
-        std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
-    let mut command = Command::new(binary);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CUBERT_") {
-            command.env_remove(name);
-        }
-    }
-    command
-}
+mod common;
+
+use common::cubert_command as cubert;
 
 /// Waits for `child` at most `limit`, killing it (and failing) past that.
 fn wait_within(mut child: std::process::Child, limit: Duration) -> std::process::Output {
