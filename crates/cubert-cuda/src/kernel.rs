@@ -40,10 +40,8 @@ pub const MAX_INFO: usize = 64;
 /// one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ArgsCapacity {
-    /// Buffers the block has room for (1 ..= [`MAX_BUFFERS`]).
-    pub buffers: usize,
-    /// Info words the block has room for (1 ..= [`MAX_INFO`]).
-    pub info: usize,
+    buffers: usize,
+    info: usize,
 }
 
 impl Default for ArgsCapacity {
@@ -57,12 +55,32 @@ impl Default for ArgsCapacity {
 
 impl ArgsCapacity {
     /// Room for `buffers` buffers and `info` info words, each brought into
-    /// `1 ..= MAX_BUFFERS` and `1 ..= MAX_INFO`.
-    pub fn new(buffers: usize, info: usize) -> Self {
-        Self {
-            buffers: buffers.clamp(1, MAX_BUFFERS),
-            info: info.clamp(1, MAX_INFO),
+    /// `1 ..= MAX_BUFFERS` and `1 ..= MAX_INFO` (so a block always fits the prelude's
+    /// largest layout).
+    pub const fn new(buffers: usize, info: usize) -> Self {
+        const fn within(value: usize, max: usize) -> usize {
+            if value < 1 {
+                1
+            } else if value > max {
+                max
+            } else {
+                value
+            }
         }
+        Self {
+            buffers: within(buffers, MAX_BUFFERS),
+            info: within(info, MAX_INFO),
+        }
+    }
+
+    /// Buffers the block has room for (1 ..= [`MAX_BUFFERS`]).
+    pub fn buffers(self) -> usize {
+        self.buffers
+    }
+
+    /// Info words the block has room for (1 ..= [`MAX_INFO`]).
+    pub fn info(self) -> usize {
+        self.info
     }
 
     /// Bytes of the block: both arrays of buffers, the info words, the status pointer and

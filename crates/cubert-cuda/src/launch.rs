@@ -64,15 +64,17 @@ impl CudaServer {
         self.enter()?;
         self.drain_releases();
         let capacity = kernel.args_capacity();
-        if arguments.buffers.len() > capacity.buffers || arguments.info.data.len() > capacity.info {
+        if arguments.buffers.len() > capacity.buffers()
+            || arguments.info.data.len() > capacity.info()
+        {
             return Err(LaunchError::unknown(format!(
                 "kernel `{}` passes {} buffers and {} info words; its argument block has room \
                  for {} and {}",
                 kernel.name(),
                 arguments.buffers.len(),
                 arguments.info.data.len(),
-                capacity.buffers,
-                capacity.info
+                capacity.buffers(),
+                capacity.info()
             ))
             .into());
         }

@@ -25,10 +25,7 @@ pub const BLOCK: u32 = 256;
 /// The argument block of the standard kernels and their variants: at most three buffers
 /// and three info words are passed (matmul), so 4 + 4 keeps each launch's parameter at 112
 /// bytes instead of 1040.
-pub const STANDARD_ARGS: ArgsCapacity = ArgsCapacity {
-    buffers: 4,
-    info: 4,
-};
+pub const STANDARD_ARGS: ArgsCapacity = ArgsCapacity::new(4, 4);
 /// Side of the matmul output tile (units per cube: `TILE × TILE`).
 pub const TILE: u32 = 16;
 

@@ -375,7 +375,7 @@ impl PagedPool {
                 Ok(()) => {
                     // The block's old pages were free bytes, its new ones are in use; pages it
                     // gave back are free, pages it took were.
-                    self.stats.bytes_free = (self.stats.bytes_free + old) - rounded;
+                    self.stats.bytes_free = (self.stats.bytes_free + old).saturating_sub(rounded);
                     self.account_used(requested, rounded);
                     return Ok((slot, rounded));
                 }
