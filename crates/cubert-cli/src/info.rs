@@ -51,8 +51,9 @@ fn print_config(requested: Option<Backend>) {
             );
         }
     }
-    let overrides: Vec<String> = std::env::vars()
-        .map(|(name, _)| name)
+    // `vars_os`: a variable that isn't UTF-8 must not take `info` down.
+    let overrides: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
         .filter(|name| name.starts_with("CUBERT_"))
         .collect();
     if overrides.is_empty() {

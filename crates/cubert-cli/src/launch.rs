@@ -86,10 +86,9 @@ fn check(args: &LaunchArgs) -> CliResult<String> {
             args.node_rank, args.nnodes
         )));
     }
-    if args.timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
-        return Err(CliError::usage(
-            "--timeout takes a positive number of seconds",
-        ));
+    if let Some(seconds) = args.timeout {
+        cubert::distributed::timeout_from_seconds(seconds)
+            .map_err(|problem| CliError::usage(format!("--timeout {problem}")))?;
     }
     match &args.master_addr {
         Some(address) => Ok(address.clone()),

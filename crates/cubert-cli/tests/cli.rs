@@ -351,3 +351,36 @@ fn bad_arguments_are_usage_errors() {
     assert!(stderr.contains("missing.json"), "{stderr}");
     assert!(!stdout.contains("# group"), "{stdout}");
 }
+
+/// A variable that isn't UTF-8 (ours or anybody's) used to panic every subcommand at its
+/// first configuration load (exit 101).
+#[test]
+fn environment_that_is_not_utf8_does_not_crash_the_cli() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let output = common::cubert_command()
+        .args(["info"])
+        .env("FOO", OsStr::from_bytes(b"caf\xe9"))
+        .env("CUBERT_CPU_THREADS", OsStr::from_bytes(b"\xff"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("CUBERT_CPU_THREADS"), "{stdout}");
+    assert!(stdout.contains("not valid UTF-8"), "{stdout}");
+}
+
+/// Shapes whose buffers can't exist are an error, not an abort of the process (an
+/// unchecked host allocation used to abort `bench tune`).
+#[test]
+fn impossible_tune_shapes_are_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    for shape in ["99999999x99999999x99999999", "4000000x4000000x1"] {
+        let output = cubert(dir.path(), &["bench", "tune", "--quick", "--shapes", shape]).unwrap();
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{shape}: {stdout}\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

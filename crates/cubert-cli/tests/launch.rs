@@ -103,6 +103,9 @@ fn bad_invocations_are_usage_errors() {
             "true",
         ],
         vec!["launch", "--nproc", "0", "--", "true"],
+        // Used to panic converting to a `Duration` (issue: hostile input, crash 2).
+        vec!["launch", "--nproc", "2", "--timeout", "1e300", "--", "true"],
+        vec!["launch", "--nproc", "2", "--timeout", "inf", "--", "true"],
     ] {
         let output = cubert().args(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");

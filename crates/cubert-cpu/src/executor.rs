@@ -5,12 +5,26 @@
 //! keeps a scratch buffer for shared memory, zeroed for every cube. A kernel error, a panic
 //! inside the kernel, or an out-of-bounds access in a checked launch becomes the launch's
 //! `ServerError`; the device is unaffected.
+//!
+//! Worker threads run cubes inside the launching task's [`TaskScope`]: a kernel that calls
+//! its own client from a worker gets `CallError::Reentrant`, as it does on the runner
+//! thread, instead of waiting for the task it is part of (a deadlock).
+//!
+//! A checked launch stops early once it has counted [`MAX_COUNTED_VIOLATIONS`]
+//! out-of-bounds accesses: the cubes not yet started are skipped and the error says so.
+//! Without the cut a grid of 2^40 cubes on a 16-byte buffer would run for hours only to
+//! report that every access missed.
 
 use crate::kernel::{AccessChecker, CpuKernel, CubeContext, KernelError, RawBuffer};
 use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::device_handle::TaskScope;
 use cubert_runtime::{ExecutionMode, KernelMetadata, ServerError};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Out-of-bounds accesses after which a checked launch skips its remaining cubes.
+pub const MAX_COUNTED_VIOLATIONS: u64 = 1 << 20;
 
 /// Runs `kernel` over a grid of `count` cubes.
 ///
@@ -35,7 +49,14 @@ pub fn execute(
     let shared_bytes = kernel.shared_memory_bytes();
     let shared_words = shared_bytes.div_ceil(16);
     let cube_dim = kernel.cube_dim();
+    let cut_short = AtomicBool::new(false);
     let run_cube = |index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
+        if checker.violations() >= MAX_COUNTED_VIOLATIONS {
+            cut_short.store(true, Ordering::Relaxed);
+            return Err(KernelError::new(
+                "cut short after too many out-of-bounds accesses",
+            ));
+        }
         let cube_x = (index % u64::from(x)) as u32;
         let cube_y = ((index / u64::from(x)) % u64::from(y)) as u32;
         let cube_z = (index / (u64::from(x) * u64::from(y))) as u32;
@@ -58,10 +79,12 @@ pub fn execute(
             let mut scratch = Vec::new();
             (0..total).try_for_each(|index| run_cube(index, &mut scratch))
         } else {
+            let scope = TaskScope::current();
             pool.install(|| {
-                (0..total)
-                    .into_par_iter()
-                    .try_for_each_init(Vec::new, |scratch, index| run_cube(index, scratch))
+                (0..total).into_par_iter().try_for_each_init(
+                    || (scope.enter(), Vec::new()),
+                    |(_, scratch), index| run_cube(index, scratch),
+                )
             })
         }
     }));
@@ -79,6 +102,16 @@ pub fn execute(
                 .unwrap_or_else(|| "a panic with a non-text payload".into());
             Err(failed(format!("the kernel panicked: {message}")))
         }
+        Ok(Err(_)) if cut_short.load(Ordering::Relaxed) => Err(ServerError::OutOfBounds {
+            kernel: kernel.name().to_string(),
+            accesses: checker.violations(),
+            first: format!(
+                "{} (the launch was stopped after {MAX_COUNTED_VIOLATIONS} out-of-bounds \
+                 accesses: the cubes not yet started did not run)",
+                checker.first_violation().unwrap_or("(not recorded)")
+            ),
+            backtrace: BackTrace::capture(),
+        }),
         Ok(Err(error)) => Err(failed(error.message().to_string())),
         Ok(Ok(())) if checker.violations() > 0 => Err(ServerError::OutOfBounds {
             kernel: kernel.name().to_string(),

@@ -12,11 +12,12 @@ mod common;
 use common::{SCALE, TMA_TILE_COPY};
 use cubert_cuda::{ArgsCapacity, CudaDevice, CudaKernel, CudaRuntime, CudaServer};
 use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
+use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
 use cubert_runtime::kernel::{TensorMapBinding, TensorMapFormat, TensorMapMeta};
 use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::{
     Bytes, ComputeClient, CubeCount, CubeDim, ElemType, KernelArguments, LaunchError,
-    MetadataBindingInfo, ServerError, StreamId, ops,
+    MetadataBindingInfo, Runtime, ServerError, StreamId, ops,
 };
 
 fn client_with(config: &CubertConfig) -> ComputeClient<CudaRuntime> {
@@ -130,7 +131,16 @@ fn checked_out_of_bounds_write_is_reported_and_writes_nothing() {
     let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
     let guard = client.create(Bytes::from_slice(&[7.0f32; 64])).unwrap();
     // `fill` of 100 elements into a 10-element buffer.
-    ops::fill(&client, &small, 100, 3.0f32).unwrap();
+    let fill = CudaRuntime::standard_kernel(StandardKernel::Fill(ElemType::F32)).unwrap();
+    let arguments = KernelArguments::new()
+        .with_buffers(vec![small.to_binding()])
+        .with_info(MetadataBindingInfo::custom(vec![
+            100,
+            encode_scalar(3.0f32),
+        ]));
+    client
+        .launch(fill, CubeCount::new_1d(1), arguments)
+        .unwrap();
     match client.sync().unwrap_err() {
         ServerError::OutOfBounds {
             kernel, accesses, ..
@@ -251,7 +261,7 @@ fn ptx_kernel_runs() {
 fn pinned_pageable_and_file_backed_uploads_round_trip() {
     let client = client();
     // Pinned, from reserve_staging.
-    let mut pinned = client.reserve_staging(&[4096]).pop().unwrap();
+    let mut pinned = client.reserve_staging(&[4096]).unwrap().pop().unwrap();
     assert_eq!(
         pinned.property(),
         cubert_runtime::AllocationProperty::Pinned

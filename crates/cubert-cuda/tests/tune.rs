@@ -24,8 +24,11 @@ fn client() -> ComputeClient<CudaRuntime> {
     ComputeClient::from_server(server, DeviceHandleMode::Threaded).unwrap()
 }
 
-fn upload(client: &ComputeClient<CudaRuntime>, bytes: Vec<u8>) -> cubert_runtime::Handle {
-    client.create(Bytes::from_bytes_vec(bytes)).unwrap()
+fn upload(
+    client: &ComputeClient<CudaRuntime>,
+    bytes: Result<Bytes, cubert_runtime::IoError>,
+) -> cubert_runtime::Handle {
+    client.create(bytes.unwrap()).unwrap()
 }
 
 /// Every variant against the default variant's output (the default is checked against the

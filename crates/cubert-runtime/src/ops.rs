@@ -5,6 +5,11 @@
 //! Backend-generic code (tests, the CLI, benchmarks) runs the same workload on every
 //! backend through them.
 //!
+//! Every helper checks, on the caller's thread and before anything is queued, that each
+//! buffer holds the elements the lengths and shapes ask of it: a length beyond a handle is
+//! an [`IoError::InvalidArgument`] naming the helper and the argument, never a launch
+//! that runs over the device's memory until a bounds check stops it.
+//!
 //! Elementwise kernels loop over their share of the elements, so any cube count is correct;
 //! the count is chosen per device: a few cubes per core on CPUs (each cube takes one
 //! contiguous chunk), one thread per element (per 16-byte vector where the GPU kernel moves
@@ -14,7 +19,7 @@
 
 use crate::client::ComputeClient;
 use crate::elem::{ElemType, Element};
-use crate::error::LaunchError;
+use crate::error::{IoError, LaunchError};
 use crate::handle::Handle;
 use crate::kernel::standard::{StandardKernel, encode_scalar};
 use crate::kernel::{CubeCount, KernelArguments, KernelMetadata, MetadataBindingInfo};
@@ -65,6 +70,35 @@ fn vector_lanes(elem: ElemType) -> usize {
 
 fn word(len: usize) -> u64 {
     len as u64
+}
+
+/// Checks that `handle`, the argument `name` of the helper `op`, holds `count` elements of
+/// `elem` (`None`: a shape whose element count overflows).
+///
+/// # Errors
+/// [`IoError::InvalidArgument`] naming `op`, `name`, the handle's size and the count.
+pub fn check_holds(
+    op: &str,
+    name: &str,
+    handle: &Handle,
+    count: Option<usize>,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    let needed = count.and_then(|count| (count as u64).checked_mul(elem.size() as u64));
+    match (count, needed) {
+        (Some(_), Some(needed)) if needed <= handle.size() => Ok(()),
+        (Some(count), _) => Err(IoError::invalid(format!(
+            "ops::{op}: `{name}` holds {} bytes ({} elements of {elem}) but the call asks for \
+             {count} elements",
+            handle.size(),
+            handle.size() / elem.size().max(1) as u64
+        ))
+        .into()),
+        (None, _) => Err(IoError::invalid(format!(
+            "ops::{op}: the element count of `{name}` overflows (the shape is too large)"
+        ))
+        .into()),
+    }
 }
 
 fn launch_standard<R: Runtime>(
@@ -122,6 +156,7 @@ pub fn fill<R: Runtime, T: Element>(
     len: usize,
     value: T,
 ) -> Result<(), LaunchError> {
+    check_holds("fill", "out", out, Some(len), T::ELEM)?;
     launch_standard(
         client,
         StandardKernel::Fill(T::ELEM),
@@ -142,6 +177,8 @@ pub fn copy<R: Runtime>(
     len: usize,
     elem: ElemType,
 ) -> Result<(), LaunchError> {
+    check_holds("copy", "src", src, Some(len), elem)?;
+    check_holds("copy", "dst", dst, Some(len), elem)?;
     launch_standard(
         client,
         StandardKernel::Copy(elem),
@@ -163,6 +200,8 @@ pub fn cast<R: Runtime>(
     from: ElemType,
     to: ElemType,
 ) -> Result<(), LaunchError> {
+    check_holds("cast", "src", src, Some(len), from)?;
+    check_holds("cast", "dst", dst, Some(len), to)?;
     launch_standard(
         client,
         StandardKernel::Cast { from, to },
@@ -184,6 +223,9 @@ pub fn add<R: Runtime>(
     len: usize,
     elem: ElemType,
 ) -> Result<(), LaunchError> {
+    check_holds("add", "lhs", lhs, Some(len), elem)?;
+    check_holds("add", "rhs", rhs, Some(len), elem)?;
+    check_holds("add", "out", out, Some(len), elem)?;
     launch_standard(
         client,
         StandardKernel::Add(elem),
@@ -205,6 +247,9 @@ pub fn mul<R: Runtime>(
     len: usize,
     elem: ElemType,
 ) -> Result<(), LaunchError> {
+    check_holds("mul", "lhs", lhs, Some(len), elem)?;
+    check_holds("mul", "rhs", rhs, Some(len), elem)?;
+    check_holds("mul", "out", out, Some(len), elem)?;
     launch_standard(
         client,
         StandardKernel::Mul(elem),
@@ -226,6 +271,7 @@ pub fn reduce_sum<R: Runtime>(
     cols: usize,
     elem: ElemType,
 ) -> Result<(), LaunchError> {
+    check_reduce_sum(input, out, rows, cols, elem)?;
     launch_standard(
         client,
         StandardKernel::ReduceSum(elem),
@@ -233,6 +279,37 @@ pub fn reduce_sum<R: Runtime>(
         vec![word(rows), word(cols)],
         move |properties, _| CubeCount::new_1d(spread_cube_count(properties, rows as u64, 1)),
     )
+}
+
+/// Checks the buffers of a reduce-sum of a `rows × cols` matrix (see [`check_holds`]).
+///
+/// # Errors
+/// As [`check_holds`].
+pub fn check_reduce_sum(
+    input: &Handle,
+    out: &Handle,
+    rows: usize,
+    cols: usize,
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    check_holds("reduce_sum", "input", input, rows.checked_mul(cols), elem)?;
+    check_holds("reduce_sum", "out", out, Some(rows), elem)
+}
+
+/// Checks the buffers of a matmul of shape `(m, k, n)` (see [`check_holds`]).
+///
+/// # Errors
+/// As [`check_holds`].
+pub fn check_matmul(
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    (m, k, n): (usize, usize, usize),
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    check_holds("matmul", "lhs", lhs, m.checked_mul(k), elem)?;
+    check_holds("matmul", "rhs", rhs, k.checked_mul(n), elem)?;
+    check_holds("matmul", "out", out, m.checked_mul(n), elem)
 }
 
 /// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n).
@@ -250,6 +327,7 @@ pub fn matmul<R: Runtime>(
     n: usize,
     elem: ElemType,
 ) -> Result<(), LaunchError> {
+    check_matmul(lhs, rhs, out, (m, k, n), elem)?;
     launch_standard(
         client,
         StandardKernel::Matmul(elem),

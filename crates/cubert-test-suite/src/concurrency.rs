@@ -5,9 +5,11 @@
 
 use crate::backend::{Client, ClientOptions, TestBackend};
 use crate::support::{
-    XorShift, client, client_with, read_elems, settled_usage, upload, with_timeout,
+    XorShift, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage, upload,
+    with_timeout,
 };
 use cubert_runtime::config::DeviceHandleMode;
+use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
 use cubert_runtime::{
     Bytes, ComputeClient, ElemType, Handle, MemoryAllocationMode, ServerError, StreamId, ops,
 };
@@ -65,7 +67,13 @@ pub fn errors_stay_on_the_stream_that_caused_them<B: TestBackend>() {
     let faulty = client.with_stream(StreamId::new((1 << 40) + 10));
     let clean = client.with_stream(StreamId::new((1 << 40) + 11));
     let small = upload::<B, f32>(&faulty, &[1.0; 4]);
-    ops::fill(&faulty, &small, 64, 2.0f32).unwrap();
+    launch_elementwise_unchecked::<B>(
+        &faulty,
+        StandardKernel::Fill(ElemType::F32),
+        &[&small],
+        vec![64, encode_scalar(2.0f32)],
+    )
+    .unwrap();
     let good = upload::<B, f32>(&clean, &[3.0; 4]);
     clean.sync().expect("the clean stream has no error");
     assert_eq!(read_elems::<B, f32>(&clean, &good), vec![3.0; 4]);

@@ -22,7 +22,7 @@ pub fn malformed_config_keys_warn_with_file_and_key_and_use_defaults<B: TestBack
     );
     let nested = root.path().join("deep/inside");
     std::fs::create_dir_all(&nested).unwrap();
-    let loaded = load_config_from(&nested, Vec::new());
+    let loaded = load_config_from(&nested, Vec::<(String, String)>::new());
     assert_eq!(loaded.file.as_deref(), Some(path.as_path()));
     assert_eq!(loaded.warnings.len(), 4, "{:#?}", loaded.warnings);
     let file = path.display().to_string();
@@ -51,7 +51,7 @@ pub fn malformed_config_keys_warn_with_file_and_key_and_use_defaults<B: TestBack
 pub fn invalid_toml_warns_with_file_and_uses_defaults<B: TestBackend>() {
     let root = tempfile::tempdir().unwrap();
     let path = write_config(root.path(), "[cpu\ndevices = = 3\n");
-    let loaded = load_config_from(root.path(), Vec::new());
+    let loaded = load_config_from(root.path(), Vec::<(String, String)>::new());
     assert_eq!(loaded.config, CubertConfig::default());
     assert_eq!(loaded.warnings.len(), 1, "{:#?}", loaded.warnings);
     assert!(
@@ -93,6 +93,39 @@ pub fn bad_sections_and_environment_values_are_named_in_warnings<B: TestBackend>
         loaded.config.profiling.level,
         cubert_runtime::config::ProfileLevel::Basic
     );
+    assert_eq!(
+        loaded.config.cpu.threads,
+        CubertConfig::default().cpu.threads
+    );
+}
+
+/// Variables that aren't UTF-8 never abort loading: other programs' variables are ignored
+/// whatever they hold, a `CUBERT_*` one is named in a warning and the other settings apply.
+pub fn environment_that_is_not_utf8_is_ignored_with_a_warning<B: TestBackend>() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let root = tempfile::tempdir().unwrap();
+    let env: Vec<(OsString, OsString)> = vec![
+        ("FOO".into(), OsString::from_vec(b"caf\xe9".to_vec())),
+        (OsString::from_vec(b"B\xffR".to_vec()), "1".into()),
+        (
+            "CUBERT_CPU_THREADS".into(),
+            OsString::from_vec(b"\xff2".to_vec()),
+        ),
+        (OsString::from_vec(b"CUBERT_CPU_\xff".to_vec()), "2".into()),
+        ("CUBERT_CPU_DEVICES".into(), "3".into()),
+    ];
+    let loaded = load_config_from(root.path(), env);
+    assert_eq!(loaded.warnings.len(), 2, "{:#?}", loaded.warnings);
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("CUBERT_CPU_THREADS") && w.contains("UTF-8")),
+        "{:#?}",
+        loaded.warnings
+    );
+    assert_eq!(loaded.config.cpu.devices, 3);
     assert_eq!(
         loaded.config.cpu.threads,
         CubertConfig::default().cpu.threads

@@ -4,9 +4,10 @@
 
 use crate::backend::{Client, ClientOptions, TestBackend};
 use crate::support::{
-    XorShift, client, client_with, read_elems, settled_usage, two_devices, upload,
+    XorShift, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage,
+    two_devices, upload,
 };
-use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
 use cubert_runtime::{
     Bytes, CopyDescriptor, CubeCount, CubeDim, ElemType, IoError, KernelArguments, LaunchError,
     MemoryLayoutDescriptor, MetadataBindingInfo, ResourceLimitError, Runtime, ServerError, Strides,
@@ -424,6 +425,79 @@ pub fn cube_count_over_device_limit_is_too_many_resources<B: TestBackend>() {
     assert_eq!(read_elems::<B, f32>(&client, &dst), vec![0.0; 32]);
 }
 
+/// The `ops` helpers refuse lengths and shapes beyond their handles at the call, on the
+/// caller's thread, naming the helper and the argument; nothing is queued (a length of
+/// 2^62 on a 16-element buffer used to keep a GPU busy for minutes).
+pub fn ops_refuse_lengths_beyond_their_handles_at_the_call<B: TestBackend>() {
+    let client = client::<B>();
+    let a = upload::<B, f32>(&client, &[1.0; 16]);
+    let b = upload::<B, f32>(&client, &[2.0; 16]);
+    let out = upload::<B, f32>(&client, &[0.0; 16]);
+    let huge = 1usize << 62;
+    let named = |result: Result<(), LaunchError>, op: &str, argument: &str| {
+        let error = result.expect_err(op);
+        assert!(
+            matches!(error, LaunchError::IoError(IoError::InvalidArgument { .. })),
+            "{op}: {error:?}"
+        );
+        let text = error.to_string();
+        assert!(text.contains(&format!("ops::{op}")), "{text}");
+        assert!(text.contains(&format!("`{argument}`")), "{text}");
+    };
+    named(
+        ops::add(&client, &a, &b, &out, huge, ElemType::F32),
+        "add",
+        "lhs",
+    );
+    named(
+        ops::mul(&client, &a, &b, &out, 17, ElemType::F32),
+        "mul",
+        "lhs",
+    );
+    named(ops::fill(&client, &out, huge, 1.0f32), "fill", "out");
+    named(
+        ops::copy(&client, &a, &out, 17, ElemType::F32),
+        "copy",
+        "src",
+    );
+    named(
+        ops::cast(&client, &a, &out, 16, ElemType::F32, ElemType::F64),
+        "cast",
+        "dst",
+    );
+    named(
+        ops::reduce_sum(&client, &a, &out, huge, huge, ElemType::F32),
+        "reduce_sum",
+        "input",
+    );
+    named(
+        ops::reduce_sum(&client, &a, &out, 2, 8, ElemType::F64),
+        "reduce_sum",
+        "input",
+    );
+    named(
+        ops::matmul(&client, &a, &b, &out, 4, 4, 5, ElemType::F32),
+        "matmul",
+        "rhs",
+    );
+    named(
+        ops::matmul(&client, &a, &b, &out, huge, huge, huge, ElemType::F32),
+        "matmul",
+        "lhs",
+    );
+    // The output is checked too, and exact fits pass.
+    let short = upload::<B, f32>(&client, &[0.0; 15]);
+    named(
+        ops::add(&client, &a, &b, &short, 16, ElemType::F32),
+        "add",
+        "out",
+    );
+    ops::add(&client, &a, &b, &out, 16, ElemType::F32).unwrap();
+    ops::matmul(&client, &a, &b, &out, 4, 4, 4, ElemType::F32).unwrap();
+    client.sync().unwrap();
+    assert_eq!(read_elems::<B, f32>(&client, &out), vec![8.0; 16]);
+}
+
 /// A checked kernel writing past its buffers fails with `OutOfBounds` at the next sync; the
 /// in-bounds part is written, a neighbouring allocation is intact, and the error is
 /// reported once.
@@ -436,7 +510,13 @@ pub fn out_of_bounds_kernel_fails_at_sync_and_spares_neighbours<B: TestBackend>(
     let out = upload::<B, f32>(&client, &[0.0; 64]);
     let neighbour_data = rng.f32s(256, 10.0);
     let neighbour = upload::<B, f32>(&client, &neighbour_data);
-    ops::add(&client, &l, &r, &out, 64 + 137, ElemType::F32).unwrap();
+    launch_elementwise_unchecked::<B>(
+        &client,
+        StandardKernel::Add(ElemType::F32),
+        &[&l, &r, &out],
+        vec![64 + 137],
+    )
+    .unwrap();
     let error = client.sync().unwrap_err();
     assert!(
         matches!(error, ServerError::OutOfBounds { accesses, .. } if accesses >= 1),
@@ -456,7 +536,13 @@ pub fn out_of_bounds_kernel_fails_at_sync_and_spares_neighbours<B: TestBackend>(
 pub fn queued_error_is_returned_once_by_flush_or_sync<B: TestBackend>() {
     let client = client::<B>();
     let small = upload::<B, i32>(&client, &[1; 8]);
-    ops::fill(&client, &small, 100, 5i32).unwrap();
+    launch_elementwise_unchecked::<B>(
+        &client,
+        StandardKernel::Fill(ElemType::I32),
+        &[&small],
+        vec![100, encode_scalar(5i32)],
+    )
+    .unwrap();
     let error = match client.flush() {
         Err(error) => {
             client.sync().unwrap();
@@ -477,7 +563,13 @@ pub fn queued_error_is_returned_once_by_flush_or_sync<B: TestBackend>() {
 pub fn sync_async_resolves_to_queued_errors<B: TestBackend>() {
     let client = client::<B>();
     let small = upload::<B, u8>(&client, &[1; 8]);
-    ops::copy(&client, &small, &small, 9, ElemType::U8).unwrap();
+    launch_elementwise_unchecked::<B>(
+        &client,
+        StandardKernel::Copy(ElemType::U8),
+        &[&small, &small],
+        vec![9],
+    )
+    .unwrap();
     let error = cubert_runtime::future::block_on(client.sync_async()).unwrap_err();
     assert!(
         matches!(error, ServerError::OutOfBounds { .. }),

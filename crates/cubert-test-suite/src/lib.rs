@@ -138,6 +138,7 @@ macro_rules! __for_each_suite_test {
                 cube_dim_over_device_limit_is_too_many_resources,
                 shared_memory_over_device_limit_is_too_many_resources,
                 cube_count_over_device_limit_is_too_many_resources,
+                ops_refuse_lengths_beyond_their_handles_at_the_call,
                 out_of_bounds_kernel_fails_at_sync_and_spares_neighbours,
                 queued_error_is_returned_once_by_flush_or_sync,
                 sync_async_resolves_to_queued_errors,
@@ -223,6 +224,7 @@ macro_rules! __for_each_suite_test {
             }
             staging {
                 reserve_staging_returns_usable_buffers_of_the_requested_sizes,
+                huge_staging_request_is_an_out_of_memory_error,
                 create_from_slice_pinned_round_trips,
                 create_tensors_from_slices_pinned_round_trips,
                 staging_keeps_buffer_contents,
@@ -238,6 +240,7 @@ macro_rules! __for_each_suite_test {
                 malformed_config_keys_warn_with_file_and_key_and_use_defaults,
                 invalid_toml_warns_with_file_and_uses_defaults,
                 bad_sections_and_environment_values_are_named_in_warnings,
+                environment_that_is_not_utf8_is_ignored_with_a_warning,
             }
             tune {
                 chosen_candidate_is_the_fastest_measured,
@@ -249,7 +252,7 @@ macro_rules! __for_each_suite_test {
                 early_stop_and_budget_bound_the_cost,
                 check_mode_skips_a_candidate_whose_output_differs,
                 every_standard_variant_matches_the_reference,
-                variant_with_an_undersized_output_fails_at_sync,
+                variant_with_an_undersized_output_is_refused_at_the_call,
                 tuned_standard_ops_compute_the_reference,
             }
             ]

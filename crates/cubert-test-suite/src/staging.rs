@@ -10,9 +10,9 @@ use std::io::Write;
 /// a filled staging buffer uploads like any other bytes.
 pub fn reserve_staging_returns_usable_buffers_of_the_requested_sizes<B: TestBackend>() {
     let client = client::<B>();
-    assert!(client.reserve_staging(&[]).is_empty());
+    assert!(client.reserve_staging(&[]).unwrap().is_empty());
     let sizes = [16usize, 1000, 1 << 20];
-    let mut buffers = client.reserve_staging(&sizes);
+    let mut buffers = client.reserve_staging(&sizes).unwrap();
     assert_eq!(buffers.len(), sizes.len());
     for (buffer, size) in buffers.iter().zip(sizes) {
         assert_eq!(buffer.len(), size);
@@ -22,6 +22,19 @@ pub fn reserve_staging_returns_usable_buffers_of_the_requested_sizes<B: TestBack
     let staged = buffers.swap_remove(1);
     let handle = client.create(staged).unwrap();
     assert!(client.read_one(handle).unwrap()[..] == data[..]);
+}
+
+/// A staging request larger than the host's memory is an out-of-memory error, never an
+/// abort (it used to go through the infallible `Bytes::zeroed`).
+pub fn huge_staging_request_is_an_out_of_memory_error<B: TestBackend>() {
+    let client = client::<B>();
+    let error = client.reserve_staging(&[16, 1 << 46]).unwrap_err();
+    assert!(
+        matches!(error, cubert_runtime::IoError::OutOfMemory { .. }),
+        "{error}"
+    );
+    // The client is still usable.
+    assert_eq!(client.reserve_staging(&[64]).unwrap()[0].len(), 64);
 }
 
 /// `create_from_slice_pinned` uploads the slice exactly.

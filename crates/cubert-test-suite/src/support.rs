@@ -198,3 +198,20 @@ pub fn with_timeout<T: Send + 'static>(
 pub fn bytes_of<T: bytemuck::Pod>(values: &[T]) -> Vec<u8> {
     bytemuck::cast_slice(values).to_vec()
 }
+
+/// Launches the standard elementwise `kernel` over `buffers` with the length word `len`
+/// *without* the `ops` helpers' argument checks: how tests make a kernel run past its
+/// buffers to exercise the device-side bounds checks.
+pub fn launch_elementwise_unchecked<B: TestBackend>(
+    client: &Client<B>,
+    kernel: cubert_runtime::kernel::standard::StandardKernel,
+    buffers: &[&Handle],
+    info: Vec<u64>,
+) -> Result<(), cubert_runtime::LaunchError> {
+    use cubert_runtime::{CubeCount, KernelArguments, MetadataBindingInfo, Runtime};
+    let kernel = B::R::standard_kernel(kernel)?;
+    let arguments = KernelArguments::new()
+        .with_buffers(buffers.iter().map(|handle| handle.to_binding()).collect())
+        .with_info(MetadataBindingInfo::custom(info));
+    client.launch(kernel, CubeCount::new_1d(4), arguments)
+}

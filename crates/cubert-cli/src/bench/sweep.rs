@@ -132,7 +132,7 @@ pub fn run<R: Runtime>(
                 let bytes = match kind {
                     Upload::Pinned => {
                         let mut staging =
-                            client.reserve_staging(&[size]).pop().ok_or_else(|| {
+                            client.reserve_staging(&[size])?.pop().ok_or_else(|| {
                                 CliError::failure("reserve_staging returned no buffer")
                             })?;
                         staging.copy_from_slice(data);

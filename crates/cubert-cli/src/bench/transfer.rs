@@ -150,7 +150,7 @@ fn upload<R: Runtime>(
             (Some(file), _) => Some(Bytes::from_file(&file.path, 0, size)?),
             (None, Source::Pinned) => {
                 let mut staging = client
-                    .reserve_staging(&[size])
+                    .reserve_staging(&[size])?
                     .pop()
                     .ok_or_else(|| CliError::failure("reserve_staging returned no buffer"))?;
                 staging.copy_from_slice(source);

@@ -20,7 +20,7 @@ use cubert::kernel::StandardVariant;
 use cubert::kernel::standard::StandardKernel;
 use cubert::tune::standard::{MatmulProblem, matmul_candidates, matmul_variant, pattern};
 use cubert::tune::{Outcome, TuneRecord, TuneSettings, Tuner, compare_elements};
-use cubert::{Bytes, ComputeClient, ElemType, Runtime};
+use cubert::{ComputeClient, ElemType, Runtime};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -236,10 +236,14 @@ fn shape<R: CliRuntime>(
             .ok_or_else(|| CliError::usage(format!("the shape {label} is too large")))
     };
     let (lhs_len, rhs_len, out_len) = (elements(m, k)?, elements(k, n)?, elements(m, n)?);
+    // The device buffer first: a shape the device can't hold fails there, before any host
+    // memory is filled; the host patterns are fallible too (`pattern` refuses more than
+    // the host's memory).
+    let out = client.empty(out_len * 4)?;
     let problem = MatmulProblem {
-        lhs: client.create(Bytes::from_bytes_vec(pattern(ElemType::F32, lhs_len, 11)))?,
-        rhs: client.create(Bytes::from_bytes_vec(pattern(ElemType::F32, rhs_len, 12)))?,
-        out: client.empty(out_len * 4)?,
+        lhs: client.create(pattern(ElemType::F32, lhs_len, 11)?)?,
+        rhs: client.create(pattern(ElemType::F32, rhs_len, 12)?)?,
+        out,
         m,
         k,
         n,

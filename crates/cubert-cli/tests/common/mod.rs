@@ -10,8 +10,8 @@ pub fn cubert_command() -> Command {
     let binary =
         std::env::var_os("TEST_CUBERT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cubert").into());
     let mut command = Command::new(binary);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CUBERT_") {
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"CUBERT_") {
             command.env_remove(name);
         }
     }

@@ -3,12 +3,14 @@
 //! kernels launched with absurd lengths).
 
 use crate::support::*;
+use cubert_cpu::CpuRuntime;
 use cubert_cpu::fault::FaultPlan;
 use cubert_cpu::{CpuKernel, KernelError};
 use cubert_runtime::config::DeviceHandleMode;
+use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
 use cubert_runtime::{
-    Bytes, CubeCount, CubeDim, ElemType, KernelArguments, LaunchError, MetadataBindingInfo,
-    ServerError, StreamId, ops,
+    Bytes, CubeCount, CubeDim, ElemType, Handle, KernelArguments, LaunchError, MetadataBindingInfo,
+    Runtime, ServerError, StreamId, ops,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -194,37 +196,74 @@ fn launches_with_absurd_lengths_fail_fast_with_out_of_bounds() {
         let b = client.create(Bytes::from_slice(&[4i32; 16])).unwrap();
         let out = client.empty(16 * 4).unwrap();
         let huge = usize::MAX;
+        // Raw launches of the standard kernels: the `ops` helpers refuse these lengths at
+        // the call (behaviour test `ops_refuse_lengths_beyond_their_handles_at_the_call`);
+        // this defends the kernels themselves against a caller who builds the launch.
+        let raw = |kernel: StandardKernel, buffers: &[&Handle], info: Vec<u64>| {
+            let kernel = CpuRuntime::standard_kernel(kernel).unwrap();
+            let arguments = KernelArguments::new()
+                .with_buffers(buffers.iter().map(|handle| handle.to_binding()).collect())
+                .with_info(MetadataBindingInfo::custom(info));
+            client.launch(kernel, CubeCount::new_1d(4), arguments)
+        };
+        let huge = huge as u64;
+        let i32s = ElemType::I32;
         let launches: Vec<(&str, Launch<'_>)> = vec![
-            ("fill", Box::new(|| ops::fill(&client, &out, huge, 1i32))),
+            (
+                "fill",
+                Box::new(|| {
+                    raw(
+                        StandardKernel::Fill(i32s),
+                        &[&out],
+                        vec![huge, encode_scalar(1i32)],
+                    )
+                }),
+            ),
             (
                 "copy",
-                Box::new(|| ops::copy(&client, &a, &out, huge, ElemType::I32)),
+                Box::new(|| raw(StandardKernel::Copy(i32s), &[&a, &out], vec![huge])),
             ),
             (
                 "cast",
-                Box::new(|| ops::cast(&client, &a, &out, huge, ElemType::I32, ElemType::F32)),
+                Box::new(|| {
+                    let cast = StandardKernel::Cast {
+                        from: i32s,
+                        to: ElemType::F32,
+                    };
+                    raw(cast, &[&a, &out], vec![huge])
+                }),
             ),
             (
                 "add",
-                Box::new(|| ops::add(&client, &a, &b, &out, huge, ElemType::I32)),
+                Box::new(|| raw(StandardKernel::Add(i32s), &[&a, &b, &out], vec![huge])),
             ),
             (
                 "mul",
-                Box::new(|| ops::mul(&client, &a, &b, &out, 1 << 62, ElemType::I32)),
+                Box::new(|| raw(StandardKernel::Mul(i32s), &[&a, &b, &out], vec![1 << 62])),
             ),
             (
                 "reduce_sum",
-                Box::new(|| ops::reduce_sum(&client, &a, &out, 1 << 40, 1 << 40, ElemType::I32)),
+                Box::new(|| {
+                    raw(
+                        StandardKernel::ReduceSum(i32s),
+                        &[&a, &out],
+                        vec![1 << 40, 1 << 40],
+                    )
+                }),
             ),
             (
                 "reduce_sum rows",
-                Box::new(|| ops::reduce_sum(&client, &a, &out, huge, 1, ElemType::I32)),
+                Box::new(|| raw(StandardKernel::ReduceSum(i32s), &[&a, &out], vec![huge, 1])),
             ),
             (
                 "matmul",
-                // n stays small: a huge n is a huge grid of cubes (ops::matmul launches one
-                // cube per output tile), long on any device.
-                Box::new(|| ops::matmul(&client, &a, &b, &out, 1 << 40, 1 << 40, 4, ElemType::I32)),
+                Box::new(|| {
+                    raw(
+                        StandardKernel::Matmul(i32s),
+                        &[&a, &b, &out],
+                        vec![1 << 40, 1 << 40, 4],
+                    )
+                }),
             ),
         ];
         let mut outcomes = Vec::new();
@@ -243,4 +282,80 @@ fn launches_with_absurd_lengths_fail_fast_with_out_of_bounds() {
         outcomes
     });
     assert_eq!(outcomes.len(), 8);
+}
+
+/// A kernel that makes a blocking call to its own client from inside a cube is refused
+/// with the re-entrancy error on every thread that runs cubes: the runner (or the caller,
+/// inline) and the device's worker threads. Cubes on the workers used to queue the call
+/// behind the launch they are part of and deadlock the device.
+#[test]
+fn blocking_calls_from_any_cube_thread_are_reentrant_not_deadlocks() {
+    for mode in [DeviceHandleMode::Threaded, DeviceHandleMode::Inline] {
+        let errors = within(Duration::from_secs(60), move || {
+            let mut config = config();
+            config.cpu.threads = 4;
+            let server = cubert_cpu::CpuServer::new(cubert_cpu::CpuDevice::new(1), &config)
+                .expect("a CPU server starts");
+            let client: Client = cubert_runtime::ComputeClient::from_server(server, mode).unwrap();
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let kernel = {
+                let (client, seen) = (client.clone(), seen.clone());
+                CpuKernel::new("calls_its_client", CubeDim::new_single(), move |_| {
+                    let outcome = client.sync().map_err(|error| error.to_string());
+                    seen.lock().unwrap().push(outcome);
+                    Ok(())
+                })
+            };
+            client
+                .launch(kernel, CubeCount::new_1d(64), KernelArguments::new())
+                .unwrap();
+            client.sync().unwrap();
+            // The device keeps serving.
+            let handle = client.create(Bytes::from_slice(&[5u32; 4])).unwrap();
+            assert_eq!(client.read_one(handle).unwrap().to_elems::<u32>(), [5; 4]);
+            seen.lock().unwrap().clone()
+        });
+        assert_eq!(errors.len(), 64, "{mode:?}");
+        for outcome in errors {
+            let error = outcome.expect_err("a blocking call from a cube must be refused");
+            assert!(error.contains("from inside a task"), "{mode:?}: {error}");
+        }
+    }
+}
+
+/// A checked launch of 2^40 cubes that all miss a 16-byte buffer stops once it has
+/// counted a million out-of-bounds accesses, instead of running every cube (minutes to
+/// hours) before it reports; the error says the launch was cut short, and the device
+/// keeps serving.
+#[test]
+fn huge_grid_missing_its_buffer_is_cut_short() {
+    let (error, sum) = within(Duration::from_secs(60), || {
+        let client = clean_client(2);
+        let small = client.create(Bytes::from_slice(&[0u32; 4])).unwrap();
+        let kernel = CpuKernel::new("writes_past_the_end", CubeDim::new_single(), |ctx| {
+            let out = ctx.buffer::<u32>(0)?;
+            out.store(4 + ctx.cube_index() as usize, 1);
+            Ok(())
+        });
+        let arguments = KernelArguments::new().with_buffers(vec![small.to_binding()]);
+        client
+            .launch(kernel, CubeCount::new_2d(1 << 25, 1 << 15), arguments)
+            .unwrap();
+        let error = client.sync().unwrap_err();
+        let a = client.create(Bytes::from_slice(&[3i32; 16])).unwrap();
+        let out = client.empty(16 * 4).unwrap();
+        ops::add(&client, &a, &a, &out, 16, ElemType::I32).unwrap();
+        (error, client.read_one(out).unwrap().to_elems::<i32>())
+    });
+    match error {
+        ServerError::OutOfBounds {
+            accesses, first, ..
+        } => {
+            assert!(accesses >= cubert_cpu::MAX_COUNTED_VIOLATIONS);
+            assert!(accesses < 1 << 40, "{accesses}");
+            assert!(first.contains("stopped"), "{first}");
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    assert_eq!(sum, vec![6; 16]);
 }

@@ -192,18 +192,22 @@ impl<R: Runtime> ComputeClient<R> {
     /// Host buffers of the given sizes to fill and pass to `create*`: pinned (page-locked)
     /// where the backend has pinned memory, so the upload is a direct DMA; plain heap memory
     /// otherwise (or when pinned memory is exhausted). Doesn't wait for queued work.
-    pub fn reserve_staging(&self, sizes: &[usize]) -> Vec<Bytes> {
+    ///
+    /// # Errors
+    /// [`IoError::OutOfMemory`] if neither pinned nor heap memory of these sizes can be had
+    /// (a size beyond the host's physical memory is refused up front, never attempted).
+    pub fn reserve_staging(&self, sizes: &[usize]) -> Result<Vec<Bytes>, IoError> {
         if sizes.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if let Some(staging) = &self.utilities.staging {
             match staging.reserve(sizes) {
-                Ok(buffers) if buffers.len() == sizes.len() => return buffers,
+                Ok(buffers) if buffers.len() == sizes.len() => return Ok(buffers),
                 Ok(_) => log::warn!("the staging provider returned the wrong number of buffers"),
                 Err(error) => log::debug!("pinned staging unavailable, using heap memory: {error}"),
             }
         }
-        sizes.iter().map(|&size| Bytes::zeroed(size)).collect()
+        sizes.iter().map(|&size| Bytes::try_zeroed(size)).collect()
     }
 
     /// Like [`Self::create_from_slice`], copying straight into pinned staging memory (one
@@ -212,7 +216,7 @@ impl<R: Runtime> ComputeClient<R> {
     /// # Errors
     /// As [`Self::create`].
     pub fn create_from_slice_pinned(&self, slice: &[u8]) -> Result<Handle, IoError> {
-        let mut staging = self.reserve_staging(&[slice.len()]);
+        let mut staging = self.reserve_staging(&[slice.len()])?;
         let mut bytes = staging
             .pop()
             .ok_or_else(|| IoError::invalid("no staging buffer"))?;
@@ -229,7 +233,7 @@ impl<R: Runtime> ComputeClient<R> {
         descriptors: Vec<(MemoryLayoutDescriptor, &[u8])>,
     ) -> Result<Vec<MemoryLayout>, IoError> {
         let sizes: Vec<usize> = descriptors.iter().map(|(_, slice)| slice.len()).collect();
-        let stagings = self.reserve_staging(&sizes);
+        let stagings = self.reserve_staging(&sizes)?;
         let mut layout_descriptors = Vec::with_capacity(descriptors.len());
         let mut data = Vec::with_capacity(descriptors.len());
         for ((descriptor, slice), mut staging) in descriptors.into_iter().zip(stagings) {

@@ -1,6 +1,7 @@
 //! Finding and reading the configuration, and the process-wide instance.
 
 use super::schema::CubertConfig;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -30,20 +31,45 @@ pub fn find_config_file(start: &Path) -> Option<PathBuf> {
 /// above the working directory, then the `CUBERT_*` variables.
 pub fn load_config() -> LoadedConfig {
     let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    load_config_from(&start, std::env::vars())
+    // `vars_os`, not `vars`: a variable that isn't UTF-8 (any variable, ours or not) must
+    // not take the program down.
+    load_config_from(&start, std::env::vars_os())
 }
 
 /// Loads the configuration as [`load_config`] does, from `start` and the given environment.
-pub fn load_config_from(
-    start: &Path,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> LoadedConfig {
-    let env: Vec<(String, String)> = env.into_iter().collect();
+///
+/// Names and values may be any OS strings: variables outside `CUBERT_*` are ignored
+/// whatever they hold, and a `CUBERT_*` variable whose name or value isn't UTF-8 is ignored
+/// with a warning naming it.
+pub fn load_config_from<K, V>(start: &Path, env: impl IntoIterator<Item = (K, V)>) -> LoadedConfig
+where
+    K: Into<OsString>,
+    V: Into<OsString>,
+{
     let mut loaded = LoadedConfig::default();
-    let explicit = env
-        .iter()
-        .find(|(name, _)| name == "CUBERT_CONFIG")
-        .map(|(_, value)| PathBuf::from(value));
+    let mut explicit = None;
+    let mut variables: Vec<(String, String)> = Vec::new();
+    for (name, value) in env {
+        let (name, value) = (name.into(), value.into());
+        if name == "CUBERT_CONFIG" {
+            // A path needs no UTF-8.
+            explicit = Some(PathBuf::from(value));
+            continue;
+        }
+        if !name.as_encoded_bytes().starts_with(b"CUBERT_") {
+            continue;
+        }
+        match (name.into_string(), value.into_string()) {
+            (Ok(name), Ok(value)) => variables.push((name, value)),
+            (Ok(name), Err(_)) => loaded
+                .warnings
+                .push(format!("{name}: the value is not valid UTF-8; ignored")),
+            (Err(name), _) => loaded.warnings.push(format!(
+                "{}: the name is not valid UTF-8; ignored",
+                name.to_string_lossy()
+            )),
+        }
+    }
     let file = match explicit {
         Some(path) if path.is_file() => Some(path),
         Some(path) => {
@@ -59,7 +85,7 @@ pub fn load_config_from(
         apply_file(&mut loaded, &path);
         loaded.file = Some(path);
     }
-    apply_env(&mut loaded, &env);
+    apply_env(&mut loaded, &variables);
     loaded
 }
 
@@ -193,7 +219,7 @@ mod tests {
         write(root.path(), "[cpu]\ndevices = 3\n");
         let nested = root.path().join("a/b");
         std::fs::create_dir_all(&nested).unwrap();
-        let loaded = load_config_from(&nested, Vec::new());
+        let loaded = load_config_from(&nested, Vec::<(String, String)>::new());
         assert_eq!(loaded.config.cpu.devices, 3);
         assert_eq!(loaded.file, Some(root.path().join(CONFIG_FILE_NAME)));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
@@ -203,7 +229,7 @@ mod tests {
     fn malformed_file_warns_with_file_and_position_and_uses_defaults() {
         let root = tempfile::tempdir().unwrap();
         write(root.path(), "[cpu\ndevices = 3\n");
-        let loaded = load_config_from(root.path(), Vec::new());
+        let loaded = load_config_from(root.path(), Vec::<(String, String)>::new());
         assert_eq!(loaded.config, CubertConfig::default());
         assert_eq!(loaded.warnings.len(), 1);
         assert!(
@@ -220,7 +246,7 @@ mod tests {
             root.path(),
             "[cpu]\ndevices = \"many\"\nthreads = 2\n[profiling]\nlevel = \"basic\"\n",
         );
-        let loaded = load_config_from(root.path(), Vec::new());
+        let loaded = load_config_from(root.path(), Vec::<(String, String)>::new());
         assert_eq!(loaded.config.cpu.devices, 1);
         assert_eq!(loaded.config.cpu.threads, 2);
         assert_eq!(loaded.config.profiling.level, ProfileLevel::Basic);

@@ -73,3 +73,41 @@ impl Drop for OwnMark {
         remove(&OWNED, self.0);
     }
 }
+
+/// The device whose server task the calling thread runs, as a token for helper threads.
+///
+/// Work a helper thread does on a task's behalf (a CPU kernel's cubes on the device's worker
+/// threads) is part of that task: a blocking call to the same device from there must be
+/// refused as [`CallError::Reentrant`](super::CallError::Reentrant) exactly as on the
+/// task's own thread, never queued behind the task it is part of (a deadlock). A backend
+/// takes the scope where the task runs and enters it on each helper thread for the time
+/// the helper works for the task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskScope(u64);
+
+impl TaskScope {
+    /// The scope of the task running on this thread (none if no task runs here).
+    pub fn current() -> Self {
+        Self(BORROWED.with(Cell::get))
+    }
+
+    /// Marks this thread as part of the task until the guard drops (guards nest).
+    pub fn enter(self) -> TaskScopeGuard {
+        TaskScopeGuard {
+            _mark: BorrowMark::new(self.0),
+        }
+    }
+}
+
+/// Keeps a helper thread inside a [`TaskScope`]; leaving (dropping it) restores the
+/// thread's previous mark.
+#[derive(Debug)]
+pub struct TaskScopeGuard {
+    _mark: BorrowMark,
+}
+
+impl std::fmt::Debug for BorrowMark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BorrowMark").field(&self.0).finish()
+    }
+}

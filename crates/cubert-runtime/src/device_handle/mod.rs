@@ -489,5 +489,6 @@ fn server_device_id<S: ComputeServer>(server: &S) -> DeviceId {
     server.utilities().device_id
 }
 
+pub use marks::{TaskScope, TaskScopeGuard};
 pub use registry::{get_or_init_device, register_device};
 pub use spin::{SPIN, recv_spinning, spinning_helps};

@@ -12,7 +12,8 @@ pub mod process_group;
 pub mod rendezvous;
 
 pub use process_group::{
-    DEFAULT_TIMEOUT, LAUNCH_VARIABLES, PROCESS_GROUP_DEVICE_TYPE, ProcessGroup, collective_timeout,
+    DEFAULT_TIMEOUT, LAUNCH_VARIABLES, MAX_TIMEOUT, PROCESS_GROUP_DEVICE_TYPE, ProcessGroup,
+    collective_timeout, timeout_from_seconds,
 };
 pub use rendezvous::{Rendezvous, RendezvousError, free_local_port};
 
@@ -39,9 +40,50 @@ mod tests {
         rendezvous.barrier("done").unwrap();
     }
 
+    const TIMEOUT_CHILD: &str = "CUBERT_TEST_TIMEOUT_CHILD";
+
+    /// The child half of `out_of_range_timeout_variable_falls_back_to_the_default`.
+    #[test]
+    #[ignore = "run as a child process by out_of_range_timeout_variable_falls_back_to_the_default"]
+    fn timeout_process() {
+        if std::env::var(TIMEOUT_CHILD).is_err() {
+            return;
+        }
+        assert_eq!(collective_timeout(), DEFAULT_TIMEOUT);
+        let group = ProcessGroup::new(0, 2, "127.0.0.1:1").unwrap();
+        assert_eq!(group.timeout(), DEFAULT_TIMEOUT);
+    }
+
+    /// `CUBERT_COLLECTIVE_TIMEOUT=1e300` used to panic converting to a `Duration`.
+    #[test]
+    fn out_of_range_timeout_variable_falls_back_to_the_default() {
+        for value in ["1e300", "inf", "-3", "soon"] {
+            let status = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--ignored",
+                    "--exact",
+                    "distributed::tests::timeout_process",
+                ])
+                .env(TIMEOUT_CHILD, "1")
+                .env("CUBERT_COLLECTIVE_TIMEOUT", value)
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "{value}: {status:?}");
+            let stdout = String::from_utf8_lossy(&status.stdout);
+            assert!(
+                stdout.contains("1 passed"),
+                "the child test didn't run: {stdout}"
+            );
+        }
+    }
+
     #[test]
     fn ranks_in_separate_processes_meet() {
-        let address = format!("127.0.0.1:{}", free_local_port().unwrap());
+        // Rank 0 (this process) listens before the others start: no port to race for.
+        let zero = ProcessGroup::listen(4, "127.0.0.1:0")
+            .unwrap()
+            .with_timeout(Duration::from_secs(60));
+        let address = zero.address().to_string();
         let exe = std::env::current_exe().unwrap();
         let world = 4u32;
         let children: Vec<_> = (1..world)
@@ -57,9 +99,6 @@ mod tests {
                     .unwrap()
             })
             .collect();
-        let zero = ProcessGroup::new(0, world, address)
-            .unwrap()
-            .with_timeout(Duration::from_secs(60));
         let rendezvous = zero.rendezvous().unwrap();
         let sent = rendezvous
             .broadcast("processes", b"from rank zero")

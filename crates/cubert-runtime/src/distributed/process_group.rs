@@ -36,25 +36,57 @@ pub const LAUNCH_VARIABLES: [&str; 5] = [
 /// Default wait for the other ranks of a rendezvous or a collective.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Longest wait accepted for the other ranks: one week. Longer values are refused, not
+/// clamped: a value that large is a typo, and `Duration` can't hold an unbounded float.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A timeout given in seconds (the `CUBERT_COLLECTIVE_TIMEOUT` value, `cubert launch
+/// --timeout`) as a `Duration`.
+///
+/// # Errors
+/// A message naming the allowed range if `seconds` is not a finite number above 0 and at
+/// most [`MAX_TIMEOUT`].
+pub fn timeout_from_seconds(seconds: f64) -> Result<Duration, String> {
+    let max = MAX_TIMEOUT.as_secs_f64();
+    if seconds.is_finite() && seconds > 0.0 && seconds <= max {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!(
+            "{seconds} is not a timeout: give seconds above 0 and at most {max} (one week)"
+        ))
+    }
+}
+
 /// How long a device waits for the other devices of a collective or a rendezvous:
-/// `CUBERT_COLLECTIVE_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`].
+/// `CUBERT_COLLECTIVE_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`]. A malformed or
+/// out-of-range value is logged as a warning and the default is used.
 pub fn collective_timeout() -> Duration {
-    std::env::var("CUBERT_COLLECTIVE_TIMEOUT")
-        .ok()
-        .and_then(|text| text.trim().parse::<f64>().ok())
-        .filter(|seconds| seconds.is_finite() && *seconds > 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(DEFAULT_TIMEOUT)
+    let Some(raw) = std::env::var_os("CUBERT_COLLECTIVE_TIMEOUT") else {
+        return DEFAULT_TIMEOUT;
+    };
+    let text = raw.to_string_lossy();
+    let parsed = text
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))
+        .and_then(timeout_from_seconds);
+    parsed.unwrap_or_else(|problem| {
+        log::warn!(
+            "CUBERT_COLLECTIVE_TIMEOUT: {problem}; using the default {}s",
+            DEFAULT_TIMEOUT.as_secs()
+        );
+        DEFAULT_TIMEOUT
+    })
 }
 
 /// This process's place in a group of processes. See the module docs.
+///
+/// Clones share one [`Rendezvous`], so rank 0 keeps listening on its port between the
+/// sessions of every communicator the group creates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessGroup {
-    rank: u32,
-    world_size: u32,
     local_rank: u32,
-    address: String,
-    timeout: Duration,
+    rendezvous: Rendezvous,
 }
 
 impl ProcessGroup {
@@ -72,18 +104,32 @@ impl ProcessGroup {
                 "process group: rank {rank} is not below the world size {world_size}"
             )));
         }
+        let rendezvous = Rendezvous::new(rank, world_size, address, collective_timeout())
+            .map_err(|error| ServerError::generic(error.to_string()))?;
         Ok(Self {
-            rank,
-            world_size,
             local_rank: rank,
-            address: address.into(),
-            timeout: collective_timeout(),
+            rendezvous,
+        })
+    }
+
+    /// Rank 0 of `world_size` processes, listening at `address` from now on (port 0: the
+    /// operating system picks a free port; [`Self::address`] names it for the other ranks).
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the world is empty or the address can't be bound.
+    pub fn listen(world_size: u32, address: &str) -> Result<Self, ServerError> {
+        let rendezvous = Rendezvous::listen(world_size, address, collective_timeout())
+            .map_err(|error| ServerError::generic(error.to_string()))?;
+        Ok(Self {
+            local_rank: 0,
+            rendezvous,
         })
     }
 
     /// The same group with another timeout.
+    #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.rendezvous = self.rendezvous.with_timeout(timeout);
         self
     }
 
@@ -136,12 +182,12 @@ impl ProcessGroup {
 
     /// This process's rank.
     pub fn rank(&self) -> u32 {
-        self.rank
+        self.rendezvous.rank()
     }
 
     /// Number of processes.
     pub fn world_size(&self) -> u32 {
-        self.world_size
+        self.rendezvous.world_size()
     }
 
     /// Rank among the processes of this host: the index of the device to use.
@@ -151,12 +197,12 @@ impl ProcessGroup {
 
     /// Where rank 0 listens.
     pub fn address(&self) -> &str {
-        &self.address
+        self.rendezvous.address()
     }
 
     /// How long to wait for the other ranks.
     pub fn timeout(&self) -> Duration {
-        self.timeout
+        self.rendezvous.timeout()
     }
 
     /// The id naming member `rank` in collectives.
@@ -167,21 +213,16 @@ impl ProcessGroup {
     /// The ids naming every member, in rank order: the device set of collectives over the
     /// whole group.
     pub fn members(&self) -> Vec<DeviceId> {
-        (0..self.world_size).map(Self::member).collect()
+        (0..self.world_size()).map(Self::member).collect()
     }
 
-    /// The rendezvous of this group.
+    /// The rendezvous of this group (a clone sharing rank 0's listener).
     ///
     /// # Errors
-    /// Never in practice: the rank was checked when the group was made.
+    /// Never: the rank was checked when the group was made. The `Result` stays for
+    /// callers written against earlier versions.
     pub fn rendezvous(&self) -> Result<Rendezvous, ServerError> {
-        Rendezvous::new(
-            self.rank,
-            self.world_size,
-            self.address.clone(),
-            self.timeout,
-        )
-        .map_err(|error| ServerError::generic(error.to_string()))
+        Ok(self.rendezvous.clone())
     }
 }
 
@@ -213,6 +254,19 @@ mod tests {
         assert_eq!(group.address(), "10.0.0.1:29500");
         assert_eq!(group.members().len(), 4);
         assert_eq!(group.members()[3], ProcessGroup::member(3));
+    }
+
+    #[test]
+    fn timeouts_outside_the_range_are_refused_naming_it() {
+        assert_eq!(timeout_from_seconds(2.5), Ok(Duration::from_millis(2500)));
+        assert_eq!(
+            timeout_from_seconds(MAX_TIMEOUT.as_secs_f64()),
+            Ok(MAX_TIMEOUT)
+        );
+        for bad in [1e300, f64::INFINITY, f64::NAN, 0.0, -1.0, 604_801.0] {
+            let problem = timeout_from_seconds(bad).unwrap_err();
+            assert!(problem.contains("one week"), "{problem}");
+        }
     }
 
     #[test]

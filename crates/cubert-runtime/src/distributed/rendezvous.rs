@@ -4,8 +4,11 @@
 //! isn't listening yet) and sends a hello: magic, world size, rank and the session key. Once
 //! every rank has said hello, rank 0 answers each with the payload. So when any rank returns,
 //! every rank had arrived: a broadcast is also a barrier, and [`Rendezvous::barrier`] is a
-//! broadcast of nothing. Several sessions in a row reuse the address (each one listens,
-//! serves and closes).
+//! broadcast of nothing. Rank 0 binds its listener at the first session (or at
+//! [`Rendezvous::listen`]) and keeps it, shared by every clone, for the sessions that follow:
+//! the port is never released between sessions, so nothing else on the host (another
+//! program, a test binding port 0, an outgoing connection's ephemeral port) can take it in
+//! between. A rank that connects early for the next session waits in the listener's backlog.
 //!
 //! Nothing waits forever: every step runs against one deadline (the rendezvous timeout),
 //! and a failure names the address, the session and what was missing ("ranks [2, 3] of 4
@@ -22,6 +25,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 const MAGIC: &[u8; 8] = b"CBRTRDV1";
@@ -71,13 +75,27 @@ pub enum RendezvousError {
 }
 
 /// One process's place in a world that meets at an address. See the module docs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Clones share rank 0's listener; two rendezvous are equal when they describe the same
+/// place (rank, world size, address, timeout).
+#[derive(Clone, Debug)]
 pub struct Rendezvous {
     rank: u32,
     world_size: u32,
     address: String,
     timeout: Duration,
+    /// Rank 0's listener, bound at the first session and kept for the next ones.
+    listener: Arc<Mutex<Option<TcpListener>>>,
 }
+
+impl PartialEq for Rendezvous {
+    fn eq(&self, other: &Self) -> bool {
+        (self.rank, self.world_size, &self.address, self.timeout)
+            == (other.rank, other.world_size, &other.address, other.timeout)
+    }
+}
+
+impl Eq for Rendezvous {}
 
 /// A rank's hello as rank 0 reads it.
 struct Hello {
@@ -108,7 +126,47 @@ impl Rendezvous {
             world_size,
             address: address.into(),
             timeout,
+            listener: Arc::default(),
         })
+    }
+
+    /// Rank 0 of a world of `world_size` processes, listening at `address` from now on.
+    /// A port of 0 lets the operating system pick a free one; [`Self::address`] then names
+    /// the port that was bound, to hand to the other ranks. This is the race-free way to
+    /// start a world on one host: the port is never free between choosing and listening.
+    ///
+    /// # Errors
+    /// [`RendezvousError::Invalid`] for a world of size 0; [`RendezvousError::Address`] if
+    /// the address can't be resolved or bound.
+    pub fn listen(
+        world_size: u32,
+        address: &str,
+        timeout: Duration,
+    ) -> Result<Self, RendezvousError> {
+        let mut zero = Self::new(0, world_size, address, timeout)?;
+        let listener = zero.bind("listen")?;
+        zero.address = listener
+            .local_addr()
+            .map_err(|error| RendezvousError::Address {
+                key: "listen".into(),
+                address: address.to_string(),
+                reason: format!("can't read the bound address: {error}"),
+            })?
+            .to_string();
+        zero.listener = Arc::new(Mutex::new(Some(listener)));
+        Ok(zero)
+    }
+
+    /// The same place with another timeout (clones keep sharing the listener).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long a session waits for the other ranks.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// This process's rank.
@@ -188,8 +246,8 @@ impl Rendezvous {
         }
     }
 
-    /// Rank 0: accept every other rank, then answer them all.
-    fn serve(&self, key: &str, payload: &[u8], deadline: Instant) -> Result<(), RendezvousError> {
+    /// Binds rank 0's listener (non-blocking, polled by [`Self::serve`]).
+    fn bind(&self, key: &str) -> Result<TcpListener, RendezvousError> {
         let address = self.resolve(key)?;
         let listener = TcpListener::bind(address).map_err(|error| RendezvousError::Address {
             key: key.to_string(),
@@ -202,6 +260,19 @@ impl Rendezvous {
         listener
             .set_nonblocking(true)
             .map_err(|error| self.refused(key, format!("can't poll the listener: {error}")))?;
+        Ok(listener)
+    }
+
+    /// Rank 0: accept every other rank, then answer them all. The listener is bound at the
+    /// first session and kept (sessions of one rank 0 run one at a time under its lock).
+    fn serve(&self, key: &str, payload: &[u8], deadline: Instant) -> Result<(), RendezvousError> {
+        let mut slot = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(self.bind(key)?);
+        }
+        let Some(listener) = slot.as_ref() else {
+            return Err(self.refused(key, "rank 0 lost its listener".into()));
+        };
         let others = (self.world_size - 1) as usize;
         let mut joined: Vec<Option<TcpStream>> = (0..self.world_size).map(|_| None).collect();
         let mut count = 0usize;
@@ -467,10 +538,16 @@ pub fn free_local_port() -> std::io::Result<u16> {
 mod tests {
     use super::*;
 
+    /// A world whose rank 0 already listens on a port the OS picked (no port is ever
+    /// released and re-bound, so tests binding ports beside this one can't take it).
     fn world(size: u32, timeout: Duration) -> Vec<Rendezvous> {
-        let address = format!("127.0.0.1:{}", free_local_port().unwrap());
-        (0..size)
-            .map(|rank| Rendezvous::new(rank, size, address.clone(), timeout).unwrap())
+        let zero = Rendezvous::listen(size, "127.0.0.1:0", timeout).unwrap();
+        let address = zero.address().to_string();
+        std::iter::once(zero)
+            .chain(
+                (1..size)
+                    .map(|rank| Rendezvous::new(rank, size, address.clone(), timeout).unwrap()),
+            )
             .collect()
     }
 
@@ -544,17 +621,30 @@ mod tests {
 
     #[test]
     fn nobody_listening_times_out_naming_the_address() {
-        let ranks = world(2, Duration::from_millis(300));
-        let error = ranks[1].barrier("lonely").unwrap_err();
+        // Port 1 needs root to listen on: nobody is there.
+        let one = Rendezvous::new(1, 2, "127.0.0.1:1", Duration::from_millis(300)).unwrap();
+        let error = one.barrier("lonely").unwrap_err();
         assert!(matches!(error, RendezvousError::Timeout { .. }), "{error}");
-        assert!(error.to_string().contains(ranks[1].address()), "{error}");
+        assert!(error.to_string().contains(one.address()), "{error}");
+    }
+
+    #[test]
+    fn rank_zero_keeps_its_port_between_sessions() {
+        let zero = Rendezvous::listen(2, "127.0.0.1:0", Duration::from_secs(20)).unwrap();
+        let address = zero.address().to_string();
+        assert!(!address.ends_with(":0"), "{address}");
+        let one = Rendezvous::new(1, 2, address.clone(), Duration::from_secs(20)).unwrap();
+        let results = run_all(vec![zero.clone(), one], |rank| rank.barrier("first"));
+        assert!(results.into_iter().all(|result| result.is_ok()));
+        // Between sessions the port is still held: nobody else can bind it.
+        assert!(TcpListener::bind(&address).is_err());
+        drop(zero);
     }
 
     #[test]
     fn mismatched_world_size_is_refused_on_both_sides() {
-        let address = format!("127.0.0.1:{}", free_local_port().unwrap());
-        let zero = Rendezvous::new(0, 2, address.clone(), Duration::from_secs(10)).unwrap();
-        let one = Rendezvous::new(1, 3, address, Duration::from_secs(10)).unwrap();
+        let zero = Rendezvous::listen(2, "127.0.0.1:0", Duration::from_secs(10)).unwrap();
+        let one = Rendezvous::new(1, 3, zero.address(), Duration::from_secs(10)).unwrap();
         let results = run_all(vec![zero, one], |rank| rank.barrier("size"));
         for result in results {
             let error = result.unwrap_err();

@@ -102,6 +102,7 @@ pub fn matmul_variant<R: Runtime>(
     if variant.is_default() {
         return ops::matmul(client, lhs, rhs, out, *m, *k, *n, *elem);
     }
+    ops::check_matmul(lhs, rhs, out, (*m, *k, *n), *elem)?;
     let max = client.properties().hardware.max_cube_count;
     let cubes = |len: usize, tile: u32, max: u32| {
         (len as u64)
@@ -141,6 +142,7 @@ pub fn reduce_sum_variant<R: Runtime>(
     if variant.is_default() {
         return ops::reduce_sum(client, input, out, *rows, *cols, *elem);
     }
+    ops::check_reduce_sum(input, out, *rows, *cols, *elem)?;
     let cubes = spread_cube_count(client.properties(), *rows as u64, variant.tile.0);
     launch(
         client,
@@ -154,32 +156,39 @@ pub fn reduce_sum_variant<R: Runtime>(
 
 /// `count` deterministic elements of `elem`: small multiples of 1/8 for floats, small
 /// integers otherwise (see the module docs).
-pub fn pattern(elem: ElemType, count: usize, seed: u32) -> Vec<u8> {
+///
+/// # Errors
+/// [`IoError::OutOfMemory`] if `count` elements don't fit in host memory (the count comes
+/// from a caller's shape: it is never allocated unchecked).
+pub fn pattern(elem: ElemType, count: usize, seed: u32) -> Result<Bytes, IoError> {
+    let len = count
+        .checked_mul(elem.size())
+        .ok_or_else(|| IoError::invalid(format!("{count} elements of {elem} overflow usize")))?;
+    let mut bytes = Bytes::try_zeroed(len)?;
     let mut state = seed.wrapping_mul(2_654_435_761).max(1);
-    let mut bytes = Vec::with_capacity(count.saturating_mul(elem.size()));
-    for _ in 0..count {
+    for element in bytes.chunks_exact_mut(elem.size()) {
         state ^= state << 13;
         state ^= state >> 17;
         state ^= state << 5;
         let small = i64::from(state % 17) - 8;
         let value = small as f64 / 8.0;
         match elem {
-            ElemType::F16 => bytes.extend(half::f16::from_f64(value).to_le_bytes()),
-            ElemType::BF16 => bytes.extend(half::bf16::from_f64(value).to_le_bytes()),
-            ElemType::F32 => bytes.extend((value as f32).to_le_bytes()),
-            ElemType::F64 => bytes.extend(value.to_le_bytes()),
-            ElemType::Bool => bytes.push(u8::from(small > 0)),
+            ElemType::F16 => element.copy_from_slice(&half::f16::from_f64(value).to_le_bytes()),
+            ElemType::BF16 => element.copy_from_slice(&half::bf16::from_f64(value).to_le_bytes()),
+            ElemType::F32 => element.copy_from_slice(&(value as f32).to_le_bytes()),
+            ElemType::F64 => element.copy_from_slice(&value.to_le_bytes()),
+            ElemType::Bool => element[0] = u8::from(small > 0),
             other => {
                 let unsigned = matches!(
                     other,
                     ElemType::U8 | ElemType::U16 | ElemType::U32 | ElemType::U64
                 );
                 let int = if unsigned { small + 8 } else { small / 2 };
-                bytes.extend_from_slice(&int.to_le_bytes()[..other.size()]);
+                element.copy_from_slice(&int.to_le_bytes()[..other.size()]);
             }
         }
     }
-    bytes
+    Ok(bytes)
 }
 
 fn elements(count: Option<usize>, elem: ElemType, what: &str) -> Result<usize, ServerError> {
@@ -188,8 +197,8 @@ fn elements(count: Option<usize>, elem: ElemType, what: &str) -> Result<usize, S
         .ok_or_else(|| ServerError::Io(IoError::invalid(format!("the {what} is too large"))))
 }
 
-fn upload(client: &ComputeClient<impl Runtime>, data: Vec<u8>) -> Result<Handle, ServerError> {
-    Ok(client.create(Bytes::from_bytes_vec(data))?)
+fn upload(client: &ComputeClient<impl Runtime>, data: Bytes) -> Result<Handle, ServerError> {
+    Ok(client.create(data)?)
 }
 
 fn matmul_inputs<R: Runtime>(
@@ -202,9 +211,9 @@ fn matmul_inputs<R: Runtime>(
     elements(m.checked_mul(k), elem, "left operand")?;
     elements(k.checked_mul(n), elem, "right operand")?;
     Ok(MatmulProblem {
-        lhs: upload(client, pattern(elem, m * k, 1))?,
-        rhs: upload(client, pattern(elem, k * n, 2))?,
-        out: upload(client, vec![0; out_bytes])?,
+        lhs: upload(client, pattern(elem, m * k, 1)?)?,
+        rhs: upload(client, pattern(elem, k * n, 2)?)?,
+        out: upload(client, Bytes::try_zeroed(out_bytes)?)?,
         ..problem.clone()
     })
 }
@@ -219,8 +228,11 @@ fn reduce_inputs<R: Runtime>(
     } = problem;
     elements(rows.checked_mul(cols), elem, "input")?;
     Ok(ReduceSumProblem {
-        input: upload(client, pattern(elem, rows * cols, 3))?,
-        out: upload(client, vec![0; elements(Some(rows), elem, "output")?])?,
+        input: upload(client, pattern(elem, rows * cols, 3)?)?,
+        out: upload(
+            client,
+            Bytes::try_zeroed(elements(Some(rows), elem, "output")?)?,
+        )?,
         ..problem.clone()
     })
 }
@@ -423,11 +435,12 @@ mod tests {
     #[test]
     fn patterns_are_deterministic_small_values_of_the_right_size() {
         for elem in ElemType::ALL {
-            let bytes = pattern(elem, 100, 7);
+            let bytes = pattern(elem, 100, 7).unwrap();
             assert_eq!(bytes.len(), 100 * elem.size(), "{elem}");
-            assert_eq!(bytes, pattern(elem, 100, 7));
+            assert_eq!(bytes, pattern(elem, 100, 7).unwrap());
         }
         let floats: Vec<f32> = pattern(ElemType::F32, 1000, 1)
+            .unwrap()
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
@@ -437,5 +450,13 @@ mod tests {
                 .all(|v| v.abs() <= 1.0 && (v * 8.0).fract() == 0.0)
         );
         assert!(floats.iter().any(|v| *v != floats[0]));
+    }
+
+    #[test]
+    fn a_pattern_larger_than_host_memory_is_an_error_not_an_abort() {
+        let error = pattern(ElemType::F32, 99_999_999 * 99_999_999, 1).unwrap_err();
+        assert!(matches!(error, IoError::OutOfMemory { .. }), "{error}");
+        let overflow = pattern(ElemType::F64, usize::MAX / 4, 1).unwrap_err();
+        assert!(overflow.to_string().contains("overflow"), "{overflow}");
     }
 }
