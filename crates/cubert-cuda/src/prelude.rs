@@ -9,7 +9,7 @@
 //! compiles a kernel for a launch's execution mode.
 
 /// Version of the prelude; part of every compile-cache key.
-pub const PRELUDE_VERSION: u32 = 2;
+pub const PRELUDE_VERSION: u32 = 3;
 
 /// The prelude source.
 pub const PRELUDE: &str = r#"
@@ -116,12 +116,26 @@ __device__ __forceinline__ float f16_to_f32(f16 h) {
         return __uint_as_float((sign << 16) | 0x7fc00000u | (mantissa << 13));
     }
     if (exponent == 0) {
-        u32 e = __clz(mantissa) - 16u;  // leading zeros within the 16-bit word
+        // Leading zeros of the 10-bit mantissa within the 16-bit word, less the 6 bits
+        // above it (the `half` crate's rule): the smallest subnormal, 2^-24, has e = 9.
+        u32 e = __clz(mantissa) - 22u;
         u32 exp32 = (127u - 15u - e) << 23;
         u32 man32 = (mantissa << (14u + e)) & 0x7fffffu;
         return __uint_as_float((sign << 16) | exp32 | man32);
     }
     return __uint_as_float((sign << 16) | (((exponent >> 10) + 112u) << 23) | (mantissa << 13));
+}
+
+// As the `half` crate: a NaN keeps its payload and gets the quiet bit (written with
+// integers: a float-to-double conversion may not keep a NaN's payload on the device).
+__device__ __forceinline__ double f16_to_f64(f16 h) {
+    u32 i = h.bits;
+    if ((i & 0x7c00u) == 0x7c00u && (i & 0x03ffu) != 0) {
+        unsigned long long sign = (unsigned long long)(i & 0x8000u) << 48;
+        unsigned long long payload = (unsigned long long)(i & 0x03ffu) << 42;
+        return __longlong_as_double((long long)(sign | 0x7ff8000000000000ULL | payload));
+    }
+    return (double)f16_to_f32(h);
 }
 
 __device__ __forceinline__ f16 f32_to_f16(float value) {
@@ -177,6 +191,16 @@ __device__ __forceinline__ float bf16_to_f32(bf16 b) {
     u32 i = b.bits;
     if ((i & 0x7fffu) > 0x7f80u) return __uint_as_float((i | 0x0040u) << 16);
     return __uint_as_float(i << 16);
+}
+
+__device__ __forceinline__ double bf16_to_f64(bf16 b) {
+    u32 i = b.bits;
+    if ((i & 0x7fffu) > 0x7f80u) {
+        unsigned long long sign = (unsigned long long)(i & 0x8000u) << 48;
+        unsigned long long payload = (unsigned long long)(i & 0x007fu) << 45;
+        return __longlong_as_double((long long)(sign | 0x7ff8000000000000ULL | payload));
+    }
+    return (double)bf16_to_f32(b);
 }
 
 __device__ __forceinline__ bf16 f32_to_bf16(float value) {

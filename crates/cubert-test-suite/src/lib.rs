@@ -48,6 +48,7 @@ macro_rules! in_both_modes {
 mod backend;
 pub mod support;
 
+pub mod casts;
 pub mod collectives;
 pub mod concurrency;
 pub mod config;
@@ -101,6 +102,11 @@ macro_rules! __for_each_suite_test {
                 read_tensor_with_transposed_strides_returns_the_transpose,
                 read_tensor_variants_agree,
                 kernels_on_pitched_buffers_keep_element_positions,
+            }
+            casts {
+                every_f16_bit_pattern_casts_like_the_half_crate,
+                every_bf16_bit_pattern_casts_like_the_half_crate,
+                values_round_into_the_half_types_like_the_half_crate,
             }
             launch {
                 launch_of_copy_kernel_writes_the_destination_threaded,

@@ -145,14 +145,14 @@ template <> struct Cast<float> {
 };
 // Half types: from integers through f32 (as the `half` crate does), from doubles directly.
 template <> struct Cast<f16> {
-    static __device__ __forceinline__ Wide wide(f16 v) { Wide w; w.kind = 0; w.f = (double)cubert::f16_to_f32(v); return w; }
+    static __device__ __forceinline__ Wide wide(f16 v) { Wide w; w.kind = 0; w.f = cubert::f16_to_f64(v); return w; }
     static __device__ __forceinline__ f16 narrow(Wide w) {
         if (w.kind == 0) return cubert::f64_to_f16(w.f);
         return cubert::f32_to_f16(w.kind == 1 ? __ll2float_rn(w.i) : __ull2float_rn(w.u));
     }
 };
 template <> struct Cast<bf16> {
-    static __device__ __forceinline__ Wide wide(bf16 v) { Wide w; w.kind = 0; w.f = (double)cubert::bf16_to_f32(v); return w; }
+    static __device__ __forceinline__ Wide wide(bf16 v) { Wide w; w.kind = 0; w.f = cubert::bf16_to_f64(v); return w; }
     static __device__ __forceinline__ bf16 narrow(Wide w) {
         if (w.kind == 0) return cubert::f64_to_bf16(w.f);
         return cubert::f32_to_bf16(w.kind == 1 ? __ll2float_rn(w.i) : __ull2float_rn(w.u));
@@ -170,6 +170,12 @@ template <> __device__ __forceinline__ bf16 cast<float, bf16>(float v) { return 
 // Between half types the `half` crate goes through f32.
 template <> __device__ __forceinline__ f16 cast<bf16, f16>(bf16 v) { return cubert::f32_to_f16(cubert::bf16_to_f32(v)); }
 template <> __device__ __forceinline__ bf16 cast<f16, bf16>(f16 v) { return cubert::f32_to_bf16(cubert::f16_to_f32(v)); }
+// Half to float and double in integer code: exact, NaN payloads kept as the `half` crate
+// keeps them (a double-to-float conversion on the device need not keep them).
+template <> __device__ __forceinline__ float cast<f16, float>(f16 v) { return cubert::f16_to_f32(v); }
+template <> __device__ __forceinline__ float cast<bf16, float>(bf16 v) { return cubert::bf16_to_f32(v); }
+template <> __device__ __forceinline__ double cast<f16, double>(f16 v) { return cubert::f16_to_f64(v); }
+template <> __device__ __forceinline__ double cast<bf16, double>(bf16 v) { return cubert::bf16_to_f64(v); }
 template <> __device__ __forceinline__ f16 cast<f16, f16>(f16 v) { return v; }
 template <> __device__ __forceinline__ bf16 cast<bf16, bf16>(bf16 v) { return v; }
 
