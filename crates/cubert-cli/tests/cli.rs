@@ -384,3 +384,44 @@ fn impossible_tune_shapes_are_an_error_not_an_abort() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// Out-of-range settings are refused with a warning naming the range (100000 worker
+/// threads used to be spawned), and a log file that can't be opened is said once on
+/// stderr, with every line going there instead of being dropped.
+#[test]
+fn unbounded_settings_are_refused_and_unwritable_log_output_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = common::cubert_command()
+        .args(["info"])
+        .env("CUBERT_CPU_THREADS", "100000")
+        .env("CUBERT_MEMORY_ROUNDING", "9223372036854775807")
+        .env("CUBERT_LOGGING_OUTPUT", "/nonexistent-dir/cubert.log")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("CUBERT_CPU_THREADS=100000"), "{stdout}");
+    assert!(stdout.contains("0 to 1024"), "{stdout}");
+    assert!(stdout.contains("(1 GiB)"), "{stdout}");
+    assert!(
+        stderr.contains("/nonexistent-dir/cubert.log") && stderr.contains("logging to stderr"),
+        "{stderr}"
+    );
+}
+
+/// A trace that is a device, a FIFO or a directory is refused before a byte is read
+/// (`/dev/zero` used to grow memory without limit, a FIFO to block forever).
+#[test]
+fn trace_files_that_are_not_regular_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["/dev/zero", "/"] {
+        let output = cubert(dir.path(), &["bench", "--only", "trace", "--trace", path]).unwrap();
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{path}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("not a regular file") && stdout.contains("FAIL"),
+            "{path}: {stdout}\n{stderr}"
+        );
+    }
+}

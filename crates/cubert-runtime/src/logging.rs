@@ -295,15 +295,19 @@ fn write_output(output: &LogOutput, text: &str) {
     let result = match output {
         LogOutput::Stdout => writeln!(std::io::stdout().lock(), "{text}"),
         LogOutput::Stderr => writeln!(std::io::stderr().lock(), "{text}"),
-        LogOutput::File(path) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut file| writeln!(file, "{text}")),
+        LogOutput::File(path) => append_line(path, text),
     };
     if let Err(error) = result {
         log::warn!("can't write the profile summary to {output:?}: {error}");
     }
+}
+
+fn append_line(path: &Path, text: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{text}"))
 }
 
 struct SimpleLogger {
@@ -319,7 +323,19 @@ impl log::Log for SimpleLogger {
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
             let line = format!("[{} {}] {}", record.level(), record.target(), record.args());
-            write_output(&self.output, &line);
+            let result = match &self.output {
+                LogOutput::Stdout => writeln!(std::io::stdout().lock(), "{line}"),
+                LogOutput::Stderr => writeln!(std::io::stderr().lock(), "{line}"),
+                LogOutput::File(path) => append_line(path, &line),
+            };
+            if let Err(error) = result {
+                // Never drop a line silently: it goes to stderr with the reason.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "{line} [cubert: logging.output {:?} can't be written: {error}]",
+                    self.output
+                );
+            }
         }
     }
 
@@ -337,10 +353,23 @@ pub fn init_logging(config: &LoggingConfig) -> bool {
         "trace" => log::LevelFilter::Trace,
         _ => log::LevelFilter::Warn,
     };
-    let logger = SimpleLogger {
-        level,
-        output: config.output.clone(),
-    };
+    let mut output = config.output.clone();
+    if let LogOutput::File(path) = &output
+        && let Err(error) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    {
+        // Said once, where the user looks, and every line still lands somewhere.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "[WARN cubert] logging.output = {}: can't be opened for writing ({error}); \
+             logging to stderr",
+            path.display()
+        );
+        output = LogOutput::Stderr;
+    }
+    let logger = SimpleLogger { level, output };
     if log::set_boxed_logger(Box::new(logger)).is_ok() {
         log::set_max_level(level);
         true

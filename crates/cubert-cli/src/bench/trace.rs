@@ -86,10 +86,9 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
         );
         return Ok(());
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| CliError::from(error).context(path.display()))?;
-    let trace = match AllocationTrace::parse(&text) {
+    let trace = match AllocationTrace::read(path) {
         Ok(trace) => trace,
+        Err(error) if error.line == 0 => return Err(CliError::failure(error.to_string())),
         Err(error) => {
             for name in NAMES {
                 recorder.skip(name, &format!("{}: {error}", path.display()));

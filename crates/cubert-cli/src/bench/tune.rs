@@ -67,8 +67,8 @@ pub struct TuneArgs {
     /// Which variants are tried.
     #[arg(long, value_enum, default_value_t = Level::Full)]
     level: Level,
-    /// Tuning time budget per shape, in milliseconds.
-    #[arg(long, default_value_t = 30_000)]
+    /// Tuning time budget per shape, in milliseconds (at most one hour).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     budget_ms: u64,
     /// Timed runs of the default and of the tuned variant, alternating.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]

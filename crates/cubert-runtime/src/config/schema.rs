@@ -346,20 +346,26 @@ impl CubertConfig {
                     other => return Err(one_of(other, &["cpu", "cuda"])),
                 }
             }
-            ("memory", "rounding") => self.memory.rounding = positive_bytes(value)?,
+            ("memory", "rounding") => self.memory.rounding = bytes_in(value, 1, GIB)?,
             ("memory", "small_max_request") => {
-                self.memory.small_max_request = positive_bytes(value)?
+                self.memory.small_max_request = bytes_in(value, 1, GIB)?
             }
-            ("memory", "small_segment") => self.memory.small_segment = positive_bytes(value)?,
+            ("memory", "small_segment") => {
+                self.memory.small_segment = bytes_in(value, 1, 16 * GIB)?
+            }
             ("memory", "large_mid_request") => {
-                self.memory.large_mid_request = positive_bytes(value)?
+                self.memory.large_mid_request = bytes_in(value, 1, 64 * GIB)?
             }
             ("memory", "large_mid_segment") => {
-                self.memory.large_mid_segment = positive_bytes(value)?
+                self.memory.large_mid_segment = bytes_in(value, 1, 64 * GIB)?
             }
-            ("memory", "large_round") => self.memory.large_round = positive_bytes(value)?,
-            ("memory", "large_min_split") => self.memory.large_min_split = positive_bytes(value)?,
-            ("memory", "idle_release_ms") => self.memory.idle_release_ms = integer(value)?,
+            ("memory", "large_round") => self.memory.large_round = bytes_in(value, 1, GIB)?,
+            ("memory", "large_min_split") => {
+                self.memory.large_min_split = bytes_in(value, 1, 64 * GIB)?
+            }
+            ("memory", "idle_release_ms") => {
+                self.memory.idle_release_ms = integer_in(value, 0, MAX_MILLISECONDS)?
+            }
             ("memory", "compact_before_growth") => {
                 self.memory.compact_before_growth = boolean(value)?
             }
@@ -372,9 +378,7 @@ impl CubertConfig {
                 self.cpu.devices = devices as u32;
             }
             ("cpu", "threads") => {
-                let threads = integer(value)?;
-                self.cpu.threads = u32::try_from(threads)
-                    .map_err(|_| format!("expected a thread count, found {threads}"))?;
+                self.cpu.threads = integer_in(value, 0, u64::from(MAX_CPU_THREADS))? as u32;
             }
             ("cpu", "memory_limit") => {
                 self.cpu.memory_limit = match value {
@@ -382,8 +386,10 @@ impl CubertConfig {
                     _ => positive_bytes(value)?,
                 }
             }
-            ("cpu", "max_shared_memory") => self.cpu.max_shared_memory = bytes(value)?,
-            ("cpu", "pitch_alignment") => self.cpu.pitch_alignment = positive_bytes(value)?,
+            ("cpu", "max_shared_memory") => {
+                self.cpu.max_shared_memory = bytes_in(value, 0, 64 * MIB)?
+            }
+            ("cpu", "pitch_alignment") => self.cpu.pitch_alignment = bytes_in(value, 1, MIB)?,
             ("cuda", "memory_limit") => {
                 self.cuda.memory_limit = match value {
                     toml::Value::String(s) if s.trim() == "auto" => 0,
@@ -391,7 +397,7 @@ impl CubertConfig {
                 }
             }
             ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
-            ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes(value)?,
+            ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes_in(value, 0, MIB)?,
             ("cuda", "peer_copy") => self.cuda.peer_copy = boolean(value)?,
             ("cuda", "copy_threads") => {
                 let threads = integer(value)?;
@@ -460,7 +466,9 @@ impl CubertConfig {
                 let path = text(value)?;
                 self.autotune.cache_dir = (!path.is_empty()).then(|| PathBuf::from(path));
             }
-            ("autotune", "budget_ms") => self.autotune.budget_ms = integer(value)?,
+            ("autotune", "budget_ms") => {
+                self.autotune.budget_ms = integer_in(value, 0, MAX_MILLISECONDS)?
+            }
             ("autotune", "check") => self.autotune.check = boolean(value)?,
             (section, _) if !SECTIONS.contains(&section) => {
                 return Err(format!(
@@ -560,6 +568,44 @@ fn bytes(value: &toml::Value) -> Result<u64, String> {
     }
 }
 
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+/// Longest duration a `*_ms` key accepts: one week.
+pub const MAX_MILLISECONDS: u64 = 7 * 24 * 3600 * 1000;
+/// Most worker threads `[cpu] threads` accepts per device.
+pub const MAX_CPU_THREADS: u32 = 1024;
+
+/// A size in `min..=max` bytes; the error names the range in bytes and with units.
+fn bytes_in(value: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
+    let size = bytes(value)?;
+    if (min..=max).contains(&size) {
+        Ok(size)
+    } else {
+        Err(format!(
+            "expected a size from {min} to {max} bytes ({}), found {size}",
+            describe_bytes(max)
+        ))
+    }
+}
+
+/// An integer in `min..=max`; the error names the range.
+fn integer_in(value: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
+    let number = integer(value)?;
+    if (min..=max).contains(&number) {
+        Ok(number)
+    } else {
+        Err(format!("expected {min} to {max}, found {number}"))
+    }
+}
+
+fn describe_bytes(size: u64) -> String {
+    match size {
+        size if size >= GIB && size.is_multiple_of(GIB) => format!("{} GiB", size / GIB),
+        size if size >= MIB && size.is_multiple_of(MIB) => format!("{} MiB", size / MIB),
+        size => format!("{size} B"),
+    }
+}
+
 fn positive_bytes(value: &toml::Value) -> Result<u64, String> {
     match bytes(value)? {
         0 => Err("expected a size above 0".to_string()),
@@ -599,6 +645,42 @@ mod tests {
             .unwrap_err();
         assert!(error.contains("many"), "{error}");
         assert_eq!(config, CubertConfig::default());
+    }
+
+    #[test]
+    fn values_outside_their_range_are_refused_naming_the_range() {
+        let mut config = CubertConfig::default();
+        for (section, key, value, range) in [
+            ("cpu", "threads", toml::Value::Integer(100_000), "0 to 1024"),
+            (
+                "memory",
+                "rounding",
+                toml::Value::Integer(i64::MAX),
+                "1 to 1073741824 bytes (1 GiB)",
+            ),
+            (
+                "memory",
+                "idle_release_ms",
+                toml::Value::Integer(i64::MAX),
+                "604800000",
+            ),
+            (
+                "autotune",
+                "budget_ms",
+                toml::Value::Integer(i64::MAX),
+                "604800000",
+            ),
+            ("cpu", "max_shared_memory", "1 TiB".into(), "64 MiB"),
+            ("memory", "small_segment", "100 GiB".into(), "16 GiB"),
+        ] {
+            let error = config.apply(section, key, &value).unwrap_err();
+            assert!(error.contains(range), "{section}.{key}: {error}");
+        }
+        assert_eq!(config, CubertConfig::default());
+        config
+            .apply("cpu", "threads", &toml::Value::Integer(1024))
+            .unwrap();
+        assert_eq!(config.cpu.threads, 1024);
     }
 
     #[test]

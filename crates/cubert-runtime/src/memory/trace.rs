@@ -6,9 +6,29 @@
 //! line. [`AllocationTrace::peak_live_bytes`] is the largest sum of live requested sizes
 //! over the trace (saturated at `u64::MAX`): the floor any allocator's peak reservation is
 //! compared with.
+//!
+//! [`AllocationTrace::read`] takes a file from the user: only a regular file of at most
+//! [`MAX_TRACE_BYTES`] is read (`/dev/zero` or a FIFO is refused before any byte is read,
+//! so it can neither grow memory without limit nor block forever), and an error quotes at
+//! most [`MAX_QUOTED_CHARS`] characters of a malformed word.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+/// Largest trace file [`AllocationTrace::read`] accepts: 1 GiB (the anchor trace is a few MB).
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+/// Most characters of a malformed word an error message quotes.
+pub const MAX_QUOTED_CHARS: usize = 40;
+
+/// `word`, shortened for an error message.
+fn quoted(word: &str) -> String {
+    match word.char_indices().nth(MAX_QUOTED_CHARS) {
+        None => word.to_string(),
+        Some((end, _)) => format!("{}... ({} bytes)", &word[..end], word.len()),
+    }
+}
 
 /// One event of a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,10 +47,10 @@ pub enum TraceEvent {
     },
 }
 
-/// A parse error, with the 1-based line number.
+/// A parse error, with the 1-based line number (0: the file itself can't be read).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceError {
-    /// Line of the error.
+    /// Line of the error; 0 when the file as a whole is refused.
     pub line: usize,
     /// What is wrong.
     pub reason: String,
@@ -38,7 +58,10 @@ pub struct TraceError {
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.reason)
+        match self.line {
+            0 => f.write_str(&self.reason),
+            line => write!(f, "line {line}: {}", self.reason),
+        }
     }
 }
 
@@ -54,6 +77,64 @@ pub struct AllocationTrace {
 }
 
 impl AllocationTrace {
+    /// Reads and parses the trace file at `path` (see the module docs for what is refused).
+    ///
+    /// # Errors
+    /// [`TraceError`] with line 0 if the file can't be opened, is not a regular file, is
+    /// larger than [`MAX_TRACE_BYTES`] or is not UTF-8; else as [`Self::parse`].
+    pub fn read(path: &Path) -> Result<Self, TraceError> {
+        let refuse = |reason: String| TraceError {
+            line: 0,
+            reason: format!("{}: {reason}", path.display()),
+        };
+        let not_regular = || {
+            refuse("not a regular file (a device, a FIFO or a directory can't be a trace)".into())
+        };
+        // Looked at before opening: opening a FIFO for reading blocks until a writer comes.
+        let metadata = std::fs::metadata(path).map_err(|error| refuse(error.to_string()))?;
+        if !metadata.is_file() {
+            return Err(not_regular());
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            // Should the path be swapped for a FIFO after the look, the open still returns.
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let file = options
+            .open(path)
+            .map_err(|error| refuse(error.to_string()))?;
+        let metadata = file.metadata().map_err(|error| refuse(error.to_string()))?;
+        if !metadata.is_file() {
+            return Err(not_regular());
+        }
+        if metadata.len() > MAX_TRACE_BYTES {
+            return Err(refuse(format!(
+                "{} bytes is larger than the {MAX_TRACE_BYTES} bytes a trace may have",
+                metadata.len()
+            )));
+        }
+        // The limit holds even if the file grows while it is read.
+        let mut bytes = Vec::new();
+        file.take(MAX_TRACE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| refuse(error.to_string()))?;
+        if bytes.len() as u64 > MAX_TRACE_BYTES {
+            return Err(refuse(
+                "the file grew past the size limit while it was read".into(),
+            ));
+        }
+        let text = String::from_utf8(bytes).map_err(|error| {
+            refuse(format!(
+                "not UTF-8 text (first bad byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ))
+        })?;
+        Self::parse(&text)
+    }
+
     /// Parses a trace.
     ///
     /// # Errors
@@ -73,8 +154,12 @@ impl AllocationTrace {
             let mut words = content.split_whitespace();
             let number = |word: Option<&str>, what: &str| -> Result<u64, TraceError> {
                 let word = word.ok_or_else(|| error(format!("missing {what}")))?;
-                word.parse::<u64>()
-                    .map_err(|_| error(format!("{what} `{word}` is not a non-negative integer")))
+                word.parse::<u64>().map_err(|_| {
+                    error(format!(
+                        "{what} `{}` is not a non-negative integer",
+                        quoted(word)
+                    ))
+                })
             };
             let event = match words.next() {
                 Some("alloc") => {
@@ -100,7 +185,8 @@ impl AllocationTrace {
                 }
                 Some(other) => {
                     return Err(error(format!(
-                        "unknown event `{other}` (expected `alloc ID SIZE` or `free ID`)"
+                        "unknown event `{}` (expected `alloc ID SIZE` or `free ID`)",
+                        quoted(other)
                     )));
                 }
                 None => continue,
@@ -120,6 +206,42 @@ impl AllocationTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_before_reading() {
+        for path in ["/dev/zero", "/dev/null", "/"] {
+            let error = AllocationTrace::read(Path::new(path)).unwrap_err();
+            assert_eq!(error.line, 0, "{path}");
+            assert!(error.reason.contains("not a regular file"), "{error}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|status| status.success()) {
+            // Opening a FIFO for reading would block until a writer comes: refused first.
+            let error = AllocationTrace::read(&fifo).unwrap_err();
+            assert!(error.reason.contains("not a regular file"), "{error}");
+        }
+    }
+
+    #[test]
+    fn long_malformed_words_are_quoted_shortened() {
+        let token = "x".repeat(10 << 20);
+        let error = AllocationTrace::parse(&format!("alloc 1 {token}\n")).unwrap_err();
+        assert!(error.reason.len() < 200, "{} bytes", error.reason.len());
+        assert!(error.reason.contains("10485760 bytes"), "{}", error.reason);
+        let error = AllocationTrace::parse(&format!("{token} 1 2\n")).unwrap_err();
+        assert!(error.reason.len() < 200);
+    }
+
+    #[test]
+    fn a_regular_file_is_read_and_parsed() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "alloc 1 100\nfree 1\n").unwrap();
+        let trace = AllocationTrace::read(file.path()).unwrap();
+        assert_eq!(trace.events.len(), 2);
+        assert_eq!(trace.peak_live_bytes, 100);
+    }
 
     #[test]
     fn parses_events_and_tracks_the_live_peak() {

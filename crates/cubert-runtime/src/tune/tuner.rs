@@ -35,7 +35,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Counters of a tuner, since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -405,7 +405,10 @@ impl Tuner {
         let plan = SamplePlan {
             samples: self.settings.samples,
             early_stop_ratio: self.settings.early_stop_ratio,
-            deadline: start + self.settings.budget,
+            // A budget past what `Instant` can hold means "no deadline" in practice.
+            deadline: start
+                .checked_add(self.settings.budget)
+                .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600)),
         };
         let mut best: Option<(usize, f64)> = None;
         let mut reference: Option<Bytes> = None;
