@@ -60,6 +60,7 @@ pub mod leaks;
 pub mod memory;
 pub mod model;
 pub mod multi_device;
+pub mod oom_model;
 pub mod peer_copy;
 pub mod profiling;
 pub mod properties;
@@ -102,6 +103,9 @@ macro_rules! __for_each_suite_test {
                 read_tensor_with_transposed_strides_returns_the_transpose,
                 read_tensor_variants_agree,
                 kernels_on_pitched_buffers_keep_element_positions,
+            }
+            oom_model {
+                out_of_memory_under_concurrency_matches_the_model,
             }
             casts {
                 every_f16_bit_pattern_casts_like_the_half_crate,
@@ -398,7 +402,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 18] = [
+    const SOURCES: [(&str, &str); 19] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -411,6 +415,7 @@ mod tests {
         ("memory", include_str!("memory.rs")),
         ("model", include_str!("model.rs")),
         ("multi_device", include_str!("multi_device.rs")),
+        ("oom_model", include_str!("oom_model.rs")),
         ("peer_copy", include_str!("peer_copy.rs")),
         ("profiling", include_str!("profiling.rs")),
         ("properties", include_str!("properties.rs")),

@@ -273,8 +273,24 @@ impl<R: Runtime> ComputeClient<R> {
 
     /// Waits until all work queued on this stream is done.
     ///
+    /// # What an error invalidates
+    /// Work is queued and runs later, so its errors come back from the next `sync`,
+    /// `flush` or `read` on the stream. An error there invalidates exactly:
+    /// - the handles whose allocation failed (`create`/`empty` returned them, then the
+    ///   device had no room: [`IoError::OutOfMemory`](crate::IoError::OutOfMemory)). From
+    ///   then on they read as `NotFound` and a launch binding them fails;
+    /// - the launches that bound such a handle, or failed themselves: they did not run (a
+    ///   checked launch that went out of bounds wrote its in-bounds part), so their outputs
+    ///   keep their earlier contents.
+    ///
+    /// Every other handle keeps its bytes. To learn which handles failed, read the ones
+    /// created since the last successful sync: the failed ones answer `NotFound`. The
+    /// behaviour test `out_of_memory_under_concurrency_matches_the_model` holds the runtime
+    /// to this rule with several threads and a memory cap.
+    ///
     /// # Errors
-    /// The first error of queued work on this stream.
+    /// The first error of queued work on this stream (later ones of the same stream are
+    /// logged; they concern the same kinds of handles and launches).
     pub fn sync(&self) -> Result<(), ServerError> {
         block_on(self.sync_async())
     }
