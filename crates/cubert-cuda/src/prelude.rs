@@ -9,7 +9,7 @@
 //! compiles a kernel for a launch's execution mode.
 
 /// Version of the prelude; part of every compile-cache key.
-pub const PRELUDE_VERSION: u32 = 3;
+pub const PRELUDE_VERSION: u32 = 4;
 
 /// The prelude source.
 pub const PRELUDE: &str = r#"
@@ -165,6 +165,8 @@ __device__ __forceinline__ f16 f32_to_f16(float value) {
 __device__ __forceinline__ f16 f64_to_f16(double value) {
     unsigned long long val = (unsigned long long)__double_as_longlong(value);
     u32 x = (u32)(val >> 32);
+    // The low word only matters as a sticky bit: any of it set means "above a tie".
+    u32 sticky = (u32)val != 0u ? 1u : 0u;
     u32 sign = x & 0x80000000u, exponent = x & 0x7ff00000u, mantissa = x & 0x000fffffu;
     if (exponent == 0x7ff00000u) {
         u32 nan_bit = (mantissa == 0 && (u32)val == 0) ? 0u : 0x0200u;
@@ -178,12 +180,12 @@ __device__ __forceinline__ f16 f64_to_f16(double value) {
         u32 man = mantissa | 0x00100000u;
         u32 half_man = man >> (11 - half_exp);
         u32 round_bit = 1u << (10 - half_exp);
-        if ((man & round_bit) != 0 && (man & (3u * round_bit - 1u)) != 0) half_man += 1;
+        if ((man & round_bit) != 0 && ((man & (3u * round_bit - 1u)) | sticky) != 0) half_man += 1;
         return make_f16(half_sign | half_man);
     }
     u32 bits = half_sign | ((u32)half_exp << 10) | (mantissa >> 10);
     u32 round_bit = 0x00000200u;
-    if ((mantissa & round_bit) != 0 && (mantissa & (3u * round_bit - 1u)) != 0) bits += 1;
+    if ((mantissa & round_bit) != 0 && ((mantissa & (3u * round_bit - 1u)) | sticky) != 0) bits += 1;
     return make_f16(bits);
 }
 
@@ -214,6 +216,7 @@ __device__ __forceinline__ bf16 f32_to_bf16(float value) {
 __device__ __forceinline__ bf16 f64_to_bf16(double value) {
     unsigned long long val = (unsigned long long)__double_as_longlong(value);
     u32 x = (u32)(val >> 32);
+    u32 sticky = (u32)val != 0u ? 1u : 0u;
     u32 sign = x & 0x80000000u, exponent = x & 0x7ff00000u, mantissa = x & 0x000fffffu;
     if (exponent == 0x7ff00000u) {
         u32 nan_bit = (mantissa == 0 && (u32)val == 0) ? 0u : 0x0040u;
@@ -227,12 +230,12 @@ __device__ __forceinline__ bf16 f64_to_bf16(double value) {
         u32 man = mantissa | 0x00100000u;
         u32 half_man = man >> (14 - half_exp);
         u32 round_bit = 1u << (13 - half_exp);
-        if ((man & round_bit) != 0 && (man & (3u * round_bit - 1u)) != 0) half_man += 1;
+        if ((man & round_bit) != 0 && ((man & (3u * round_bit - 1u)) | sticky) != 0) half_man += 1;
         return make_bf16(half_sign | half_man);
     }
     u32 bits = half_sign | ((u32)half_exp << 7) | (mantissa >> 13);
     u32 round_bit = 0x00001000u;
-    if ((mantissa & round_bit) != 0 && (mantissa & (3u * round_bit - 1u)) != 0) bits += 1;
+    if ((mantissa & round_bit) != 0 && ((mantissa & (3u * round_bit - 1u)) | sticky) != 0) bits += 1;
     return make_bf16(bits);
 }
 

@@ -161,60 +161,91 @@ fn checked_out_of_bounds_write_is_reported_and_writes_nothing() {
 }
 
 const FAULT: &str = "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { *(volatile int*)16 = 1; }";
+const TRAP: &str =
+    "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { __trap(); }";
 
-/// A kernel writing to an invalid address. On current drivers (580 / CUDA 13 seen here) the
-/// fault poisons CUDA for the whole process: even a new context fails. So the fault runs in
-/// a child process, which checks that every call reports `ServerUnhealthy` (no abort, no
-/// panic) and that the CPU backend of the same process keeps working; the parent then
-/// checks that its own GPU work is unaffected.
-#[test]
-#[ignore = "needs a CUDA device"]
-fn device_fault_is_reported_as_unhealthy_and_never_aborts_the_process() {
-    if std::env::var_os("CUBERT_TEST_FAULT_CHILD").is_some() {
-        let faulty = client();
-        let kernel = CudaKernel::from_cuda("fault", "fault", FAULT, CubeDim::new_1d(1));
-        faulty
-            .launch(kernel, CubeCount::new_single(), KernelArguments::new())
-            .unwrap();
-        let error = faulty.sync().unwrap_err();
-        assert!(
-            matches!(error, ServerError::ServerUnhealthy { .. }),
-            "{error}"
-        );
-        // Every later call reports it instead of touching the broken context.
-        let handle = faulty.empty(4).unwrap();
-        let read = faulty.read_one(handle);
-        assert!(
-            matches!(read, Err(ServerError::ServerUnhealthy { .. })),
-            "{read:?}"
-        );
-        assert!(matches!(
-            faulty.flush(),
-            Err(ServerError::ServerUnhealthy { .. })
-        ));
-        // A new CUDA client is an error here, not a crash.
-        match CudaServer::new(CudaDevice::new(0), &CubertConfig::default()) {
-            Ok(_) => println!("a new CUDA context works after the fault on this driver"),
-            Err(error) => println!("a new CUDA context fails after the fault: {error}"),
+/// The child half of the device-fault tests: `kind` is `illegal-address` or `trap`.
+/// Checks what survives a sticky device fault and prints `CHILD-CHECKS-PASSED`.
+fn fault_child(kind: &str) {
+    let source = if kind == "trap" { TRAP } else { FAULT };
+    // A second client of the same device, opened before the fault, with data on it.
+    let bystander = client();
+    let kept = bystander.create(Bytes::from_slice(&[5u8; 64])).unwrap();
+    bystander.sync().unwrap();
+    let faulty = client();
+    let kernel = CudaKernel::from_cuda("fault", "fault", source, CubeDim::new_1d(1));
+    faulty
+        .launch(kernel, CubeCount::new_single(), KernelArguments::new())
+        .unwrap();
+    let error = faulty.sync().unwrap_err();
+    assert!(
+        matches!(error, ServerError::ServerUnhealthy { .. }),
+        "{kind}: {error}"
+    );
+    println!("{kind}: the faulting client's sync: {error}");
+    // Every later call of the faulting client reports it instead of touching the context.
+    let handle = faulty.empty(4).unwrap();
+    let read = faulty.read_one(handle);
+    assert!(
+        matches!(read, Err(ServerError::ServerUnhealthy { .. })),
+        "{kind}: {read:?}"
+    );
+    assert!(matches!(
+        faulty.flush(),
+        Err(ServerError::ServerUnhealthy { .. })
+    ));
+    // The other client shares the device's primary context: its next call fails with an
+    // error (never wrong bytes, a hang or a panic).
+    let other = bystander.read_one(kept.clone());
+    match &other {
+        Ok(bytes) => {
+            assert_eq!(
+                bytes.to_vec(),
+                vec![5u8; 64],
+                "{kind}: wrong bytes survived"
+            );
+            println!("{kind}: the second client of the device still reads its data");
         }
-        // The rest of the process keeps working.
-        let cpu = cubert_cpu::default_client().unwrap();
-        let data = cpu.create(Bytes::from_slice(&[1u8, 2, 3])).unwrap();
-        assert_eq!(cpu.read_one(data).unwrap().to_vec(), vec![1, 2, 3]);
-        println!("CHILD-CHECKS-PASSED");
+        Err(error) => println!("{kind}: the second client of the device fails: {error}"),
+    }
+    let more = bystander
+        .create(Bytes::from_slice(&[1u8; 16]))
+        .map_err(ServerError::from)
+        .and_then(|handle| bystander.read_one(handle));
+    match &more {
+        Ok(bytes) => assert_eq!(bytes.to_vec(), vec![1u8; 16], "{kind}"),
+        Err(error) => println!("{kind}: new work on the second client fails: {error}"),
+    }
+    // A new CUDA client is an error here, or works correctly: never a crash.
+    match CudaServer::new(CudaDevice::new(0), &CubertConfig::default()) {
+        Ok(_) => println!("{kind}: a new CUDA context works after the fault"),
+        Err(error) => println!("{kind}: a new CUDA context fails after the fault: {error}"),
+    }
+    // The rest of the process keeps working.
+    let cpu = cubert_cpu::default_client().unwrap();
+    let data = cpu.create(Bytes::from_slice(&[1u8, 2, 3])).unwrap();
+    assert_eq!(cpu.read_one(data).unwrap().to_vec(), vec![1, 2, 3]);
+    println!("CHILD-CHECKS-PASSED");
+}
+
+/// Runs `fault_child(kind)` in a child process (a sticky fault poisons CUDA for the whole
+/// process on current drivers), then checks that this process's GPU work is unaffected.
+fn fault_in_a_child_process(test: &str, kind: &str) {
+    if let Some(child_kind) = std::env::var_os("CUBERT_TEST_FAULT_CHILD") {
+        if child_kind == kind {
+            fault_child(kind);
+        }
         return;
     }
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "device_fault_is_reported_as_unhealthy_and_never_aborts_the_process",
-            "--include-ignored",
-            "--nocapture",
-        ])
-        .env("CUBERT_TEST_FAULT_CHILD", "1")
+        .args(["--exact", test, "--include-ignored", "--nocapture"])
+        .env("CUBERT_TEST_FAULT_CHILD", kind)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in stdout.lines().filter(|line| line.starts_with(kind)) {
+        println!("child: {line}");
+    }
     assert!(
         output.status.success() && stdout.contains("CHILD-CHECKS-PASSED"),
         "child failed: {stdout}\n{}",
@@ -223,6 +254,29 @@ fn device_fault_is_reported_as_unhealthy_and_never_aborts_the_process() {
     let fresh = client();
     let handle = fresh.create(Bytes::from_slice(&[9u8; 16])).unwrap();
     assert_eq!(fresh.read_one(handle).unwrap().to_vec(), vec![9; 16]);
+}
+
+/// A kernel writing to an invalid address: the faulting client reports `ServerUnhealthy`
+/// on every later call, a second client of the device gets errors or its intact data
+/// (never wrong bytes), a new client is an error or works, the CPU backend of the process
+/// keeps working, and another process's GPU work is unaffected.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_fault_is_reported_as_unhealthy_and_never_aborts_the_process() {
+    fault_in_a_child_process(
+        "device_fault_is_reported_as_unhealthy_and_never_aborts_the_process",
+        "illegal-address",
+    );
+}
+
+/// As the illegal-address test, for a kernel that executes `__trap()`.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_trap_is_reported_as_unhealthy_and_never_aborts_the_process() {
+    fault_in_a_child_process(
+        "device_trap_is_reported_as_unhealthy_and_never_aborts_the_process",
+        "trap",
+    );
 }
 
 #[test]

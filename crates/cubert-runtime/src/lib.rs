@@ -25,6 +25,7 @@ pub mod distributed;
 pub mod elem;
 pub mod error;
 pub mod future;
+pub mod half_rounding;
 pub mod handle;
 pub mod kernel;
 pub mod layout;

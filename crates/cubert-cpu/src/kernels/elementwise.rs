@@ -11,6 +11,7 @@ use super::numeric::Numeric;
 use super::{ELEMENTWISE_CUBE_DIM, with_elem};
 use crate::kernel::{CpuKernel, CubeContext};
 use cubert_runtime::elem::ElemType;
+use cubert_runtime::half_rounding;
 use cubert_runtime::{Element, LaunchError};
 use num_traits::AsPrimitive;
 use std::ops::Range;
@@ -125,13 +126,17 @@ fn as_<S: AsPrimitive<D>, D: Copy + 'static>(value: S) -> D {
 }
 
 /// `dst[i] = src[i] as to`, with Rust's `as` semantics (floats to integers saturate, NaN
-/// becomes 0); booleans are 0 or 1, and any non-zero value becomes `true`.
+/// becomes 0); booleans are 0 or 1, and any non-zero value becomes `true`; `f64` to the
+/// half types rounds once from the exact value (`cubert_runtime::half_rounding`).
 pub fn cast(name: String, from: ElemType, to: ElemType) -> Result<CpuKernel, LaunchError> {
     Ok(match (from, to) {
         (ElemType::Bool, ElemType::Bool) => map::<u8, u8>(name, |s| u8::from(s != 0)),
         (from, ElemType::Bool) => {
             with_elem!(from, S => map::<S, u8>(name, |s| u8::from(s != S::default())))
         }
+        // Rounded once from the exact f64 (the `half` crate's `from_f64` isn't, everywhere).
+        (ElemType::F64, ElemType::F16) => map::<f64, half::f16>(name, half_rounding::f64_to_f16),
+        (ElemType::F64, ElemType::BF16) => map::<f64, half::bf16>(name, half_rounding::f64_to_bf16),
         (ElemType::Bool, to) => {
             with_elem!(to, D => map::<u8, D>(name, |s| as_::<u8, D>(u8::from(s != 0))))
         }
