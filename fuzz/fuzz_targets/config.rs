@@ -1,10 +1,15 @@
-//! Configuration: an arbitrary `cubert.toml` plus arbitrary `CUBERT_*` variables through
+//! Configuration: an arbitrary `cubert.toml` plus an arbitrary environment through
 //! `load_config_from`, then a memory manager built with the resulting memory options.
 //!
+//! The environment is OS strings made from raw bytes (`OsStringExt::from_vec`): names with
+//! the `CUBERT_` prefix and any suffix, or without it, and any values, so names and values
+//! that are not UTF-8 are included.
+//!
 //! Properties: loading never panics and always yields a usable configuration (the invariants
-//! the schema promises hold); the file is found and named in its warnings; a manager built
-//! from any accepted memory options serves, frees and cleans up a few requests without
-//! panicking and ends holding nothing.
+//! the schema promises hold); the file is found; every `CUBERT_*` variable whose name or
+//! value is not UTF-8 is ignored with a warning naming it; a manager built from any accepted
+//! memory options serves, frees and cleans up a few requests without panicking and ends
+//! holding nothing.
 
 #![no_main]
 
@@ -16,33 +21,81 @@ use cubert_runtime::handle::{HandleFactory, ReleaseQueue};
 use cubert_runtime::memory::{HostOrdering, MemoryLimits, MemoryManager};
 use cubert_runtime::stream::StreamId;
 use libfuzzer_sys::fuzz_target;
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::OnceLock;
+
+/// One environment variable, as bytes.
+#[derive(Arbitrary, Debug)]
+struct Variable {
+    /// Whether the name gets the `CUBERT_` prefix in front of `name`.
+    prefixed: bool,
+    name: Vec<u8>,
+    value: Vec<u8>,
+}
 
 #[derive(Arbitrary, Debug)]
 struct Input {
     file: Vec<u8>,
-    env: Vec<(String, String)>,
+    env: Vec<Variable>,
     sizes: Vec<u32>,
 }
 
+/// The directory of the config file, one per process: in memory (`/dev/shm`) where there
+/// is one, since on ext4 rewriting a truncated file flushes it to disk at every input.
 fn dir() -> &'static tempfile::TempDir {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+    DIR.get_or_init(|| {
+        tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .expect("a temporary directory")
+    })
 }
 
 fuzz_target!(|input: Input| {
     let dir = dir();
     let path = dir.path().join(CONFIG_FILE_NAME);
     std::fs::write(&path, &input.file).expect("the config file is written");
-    let env: Vec<(String, String)> = input
+    let env: Vec<(OsString, OsString)> = input
         .env
         .iter()
         .take(8)
-        .map(|(name, value)| (format!("CUBERT_{name}"), value.clone()))
+        .map(|variable| {
+            let mut name = Vec::new();
+            if variable.prefixed {
+                name.extend_from_slice(b"CUBERT_");
+            }
+            name.extend_from_slice(&variable.name);
+            (
+                OsString::from_vec(name),
+                OsString::from_vec(variable.value.clone()),
+            )
+        })
+        // CUBERT_CONFIG would name another file.
         .filter(|(name, _)| name != "CUBERT_CONFIG")
+        .collect();
+    // The warning each `CUBERT_*` variable that is not UTF-8 must get.
+    let expected: Vec<String> = env
+        .iter()
+        .filter(|(name, _)| name.as_bytes().starts_with(b"CUBERT_"))
+        .filter_map(|(name, value)| match (name.to_str(), value.to_str()) {
+            (Some(_), Some(_)) => None,
+            (Some(name), None) => Some(format!("{name}: the value is not valid UTF-8; ignored")),
+            (None, _) => Some(format!(
+                "{}: the name is not valid UTF-8; ignored",
+                name.to_string_lossy()
+            )),
+        })
         .collect();
     let loaded = load_config_from(dir.path(), env);
     assert_eq!(loaded.file.as_deref(), Some(path.as_path()));
+    for warning in &expected {
+        assert!(
+            loaded.warnings.contains(warning),
+            "missing warning {warning:?} in {:?}",
+            loaded.warnings
+        );
+    }
     let config = loaded.config;
     assert!((1..=64).contains(&config.cpu.devices), "{config:?}");
     for warning in &loaded.warnings {

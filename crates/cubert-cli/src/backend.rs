@@ -11,14 +11,8 @@ use clap::ValueEnum;
 use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
 use std::fmt;
 
-/// A backend the CLI knows about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    /// The CPU backend (always built in).
-    Cpu,
-    /// NVIDIA GPUs through CUDA.
-    Cuda,
-}
+/// A backend the CLI knows about (defined with the command line).
+pub use crate::args::Backend;
 
 impl Backend {
     /// Every backend.

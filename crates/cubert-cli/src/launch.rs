@@ -23,30 +23,8 @@ use std::time::Duration;
 /// How often the launcher looks at its ranks.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The arguments of `cubert launch`.
-#[derive(Debug, clap::Args)]
-pub struct LaunchArgs {
-    /// Processes (ranks) to start on this host, typically one per GPU.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub nproc: u32,
-    /// Hosts taking part; each runs `cubert launch` with the same --nproc.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub nnodes: u32,
-    /// This host's index among the hosts (0 is the host of rank 0).
-    #[arg(long, default_value_t = 0)]
-    pub node_rank: u32,
-    /// `host:port` where rank 0 listens for the rendezvous [default: 127.0.0.1 and a free
-    /// port; required with --nnodes above 1].
-    #[arg(long, value_name = "HOST:PORT")]
-    pub master_addr: Option<String>,
-    /// Seconds a rank waits for the others at a rendezvous or a collective
-    /// (CUBERT_COLLECTIVE_TIMEOUT) [default: 300].
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-    /// The program each rank runs, and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
+/// The arguments of `cubert launch` (defined with the command line).
+pub use crate::args::LaunchArgs;
 
 /// Keeps NCCL's NVLink multicast (NVLS) off in this process unless the environment says
 /// otherwise: called first thing in `main`.

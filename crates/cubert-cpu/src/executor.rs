@@ -11,20 +11,20 @@
 //! thread, instead of waiting for the task it is part of (a deadlock).
 //!
 //! A checked launch stops early once it has counted [`MAX_COUNTED_VIOLATIONS`]
-//! out-of-bounds accesses: the cubes not yet started are skipped and the error says so.
+//! out-of-bounds accesses ([`AccessChecker::gave_up`]): the cubes not yet started are
+//! skipped, kernels with long loops (matmul) end theirs, and the error says so.
 //! Without the cut a grid of 2^40 cubes on a 16-byte buffer would run for hours only to
 //! report that every access missed.
 
-use crate::kernel::{AccessChecker, CpuKernel, CubeContext, KernelError, RawBuffer};
+use crate::kernel::{
+    AccessChecker, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, RawBuffer,
+};
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::device_handle::TaskScope;
 use cubert_runtime::{ExecutionMode, KernelMetadata, ServerError};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Out-of-bounds accesses after which a checked launch skips its remaining cubes.
-pub const MAX_COUNTED_VIOLATIONS: u64 = 1 << 20;
 
 /// Runs `kernel` over a grid of `count` cubes.
 ///
@@ -51,7 +51,7 @@ pub fn execute(
     let cube_dim = kernel.cube_dim();
     let cut_short = AtomicBool::new(false);
     let run_cube = |index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
-        if checker.violations() >= MAX_COUNTED_VIOLATIONS {
+        if checker.gave_up() {
             cut_short.store(true, Ordering::Relaxed);
             return Err(KernelError::new(
                 "cut short after too many out-of-bounds accesses",
@@ -102,16 +102,18 @@ pub fn execute(
                 .unwrap_or_else(|| "a panic with a non-text payload".into());
             Err(failed(format!("the kernel panicked: {message}")))
         }
-        Ok(Err(_)) if cut_short.load(Ordering::Relaxed) => Err(ServerError::OutOfBounds {
-            kernel: kernel.name().to_string(),
-            accesses: checker.violations(),
-            first: format!(
-                "{} (the launch was stopped after {MAX_COUNTED_VIOLATIONS} out-of-bounds \
+        Ok(Err(_)) | Ok(Ok(())) if cut_short.load(Ordering::Relaxed) || checker.gave_up() => {
+            Err(ServerError::OutOfBounds {
+                kernel: kernel.name().to_string(),
+                accesses: checker.violations(),
+                first: format!(
+                    "{} (the launch was stopped after {MAX_COUNTED_VIOLATIONS} out-of-bounds \
                  accesses: the cubes not yet started did not run)",
-                checker.first_violation().unwrap_or("(not recorded)")
-            ),
-            backtrace: BackTrace::capture(),
-        }),
+                    checker.first_violation().unwrap_or("(not recorded)")
+                ),
+                backtrace: BackTrace::capture(),
+            })
+        }
         Ok(Err(error)) => Err(failed(error.message().to_string())),
         Ok(Ok(())) if checker.violations() > 0 => Err(ServerError::OutOfBounds {
             kernel: kernel.name().to_string(),

@@ -33,6 +33,5 @@ mod server;
 pub mod storage;
 
 pub use device::{CPU_DEVICE_TYPE, CpuDevice, CpuInfo, CpuRuntime, default_client};
-pub use executor::MAX_COUNTED_VIOLATIONS;
-pub use kernel::{Buffer, CpuKernel, CubeContext, KernelError, UnitPos};
+pub use kernel::{Buffer, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, UnitPos};
 pub use server::CpuServer;

@@ -32,23 +32,11 @@ use crate::units::{GIB, KIB, MIB, size_label};
 use cubert::properties::TimingMethod;
 use cubert::server::ReduceOperation;
 use cubert::{Bytes, ComputeClient, DeviceId, ElemType, Handle, Runtime, ServerError, ops};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
 
-/// The arguments of `cubert bench collective`.
-#[derive(Debug, clap::Args)]
-pub struct CollectiveArgs {
-    /// Smaller sizes and fewer repetitions.
-    #[arg(long)]
-    pub quick: bool,
-    /// Writes the figures as JSON (the anchors' format) to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Devices taking part [default: every GPU on CUDA, 2 virtual devices on the CPU].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=64))]
-    pub devices: Option<u32>,
-}
+/// The arguments of `cubert bench collective` (defined with the command line).
+pub use crate::args::CollectiveArgs;
 
 /// Elements of the block every input is tiled from.
 const BLOCK: usize = 16 * MIB;

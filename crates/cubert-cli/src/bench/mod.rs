@@ -38,7 +38,6 @@ use crate::plot;
 use crate::report::{BenchReport, Figure, Figures, Series, SeriesMap, iso8601};
 use crate::table::{Align, Table};
 use crate::units::{format_value, size_label};
-use clap::ValueEnum;
 use cubert::ComputeClient;
 use recorder::Recorder;
 use std::fmt;
@@ -49,21 +48,8 @@ use std::time::{Instant, SystemTime};
 /// File name of the sweep plot, written next to the JSON report.
 pub const SWEEP_PLOT: &str = "transfer_sweep.svg";
 
-/// A group of figures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Group {
-    /// Allocation + free throughput, 4 KiB to 1 GiB.
-    Alloc,
-    /// Host-to-device (pinned, pageable, slice, file) and device-to-host transfers, and
-    /// GB/s against size.
-    Transfer,
-    /// Launch overhead: back-to-back, submit only, launch + sync, graph replay.
-    Launch,
-    /// f32 vector add and device-to-device copy bandwidth.
-    Bandwidth,
-    /// Replay of an allocation trace: peak reserved against peak live, replay time.
-    Trace,
-}
+/// A group of figures (defined with the command line).
+pub use crate::args::Group;
 
 impl Group {
     /// Every group, in the order they run.

@@ -14,7 +14,6 @@ use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
 use crate::error::{CliError, CliResult, EXIT_FAILURE};
 use crate::report::iso8601;
 use crate::table::{Align, Table};
-use clap::{Args, Subcommand, ValueEnum};
 use cubert::config::AutotuneLevel;
 use cubert::kernel::StandardVariant;
 use cubert::kernel::standard::StandardKernel;
@@ -22,31 +21,11 @@ use cubert::tune::standard::{MatmulProblem, matmul_candidates, matmul_variant, p
 use cubert::tune::{Outcome, TuneRecord, TuneSettings, Tuner, compare_elements};
 use cubert::{ComputeClient, ElemType, Runtime};
 use serde::Serialize;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
-/// The tools under `cubert bench`.
-#[derive(Debug, Subcommand)]
-pub enum BenchTool {
-    /// Autotuned matmul against the default variant, for a few shapes (speed-up, tuning
-    /// time).
-    Tune(TuneArgs),
-    /// All-reduce bus bandwidth (1 MiB to 4 GiB) and peer-copy bandwidth across devices,
-    /// every result checked.
-    Collective(super::collective::CollectiveArgs),
-}
-
-/// Tuning effort of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Level {
-    /// High-priority variants only.
-    Minimal,
-    /// Most variants.
-    Balanced,
-    /// Every variant.
-    Full,
-}
+/// The command line of `cubert bench tune` (defined with the rest of it).
+pub use crate::args::{BenchTool, Level, TuneArgs};
 
 impl From<Level> for AutotuneLevel {
     fn from(level: Level) -> Self {
@@ -55,46 +34,6 @@ impl From<Level> for AutotuneLevel {
             Level::Balanced => AutotuneLevel::Balanced,
             Level::Full => AutotuneLevel::Full,
         }
-    }
-}
-
-/// `cubert bench tune` options.
-#[derive(Clone, Debug, Args)]
-pub struct TuneArgs {
-    /// Matmul shapes as MxKxN, comma-separated [default: four shapes sized for the backend].
-    #[arg(long, value_delimiter = ',', value_parser = parse_shape, value_name = "MxKxN")]
-    shapes: Vec<(usize, usize, usize)>,
-    /// Which variants are tried.
-    #[arg(long, value_enum, default_value_t = Level::Full)]
-    level: Level,
-    /// Tuning time budget per shape, in milliseconds (at most one hour).
-    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    budget_ms: u64,
-    /// Timed runs of the default and of the tuned variant, alternating.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    reps: u32,
-    /// Smaller default shapes and fewer runs: a few seconds.
-    #[arg(long)]
-    quick: bool,
-    /// Lists every candidate's median and outcome per shape.
-    #[arg(long)]
-    verbose: bool,
-    /// Writes the results as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-fn parse_shape(text: &str) -> Result<(usize, usize, usize), String> {
-    let parts: Vec<usize> = text
-        .split(['x', 'X'])
-        .map(|part| part.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| format!("`{text}` is not a shape MxKxN (e.g. 512x512x512)"))?;
-    match parts.as_slice() {
-        [m, k, n] if *m > 0 && *k > 0 && *n > 0 => Ok((*m, *k, *n)),
-        _ => Err(format!(
-            "`{text}` is not a shape MxKxN of positive sizes (e.g. 512x512x512)"
-        )),
     }
 }
 
@@ -430,19 +369,5 @@ fn print_rows(rows: &[ShapeRow], verbose: bool) {
             ]);
         }
         out!("{}", table.render());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shapes_parse_as_m_k_n() {
-        assert_eq!(parse_shape("512x256x128"), Ok((512, 256, 128)));
-        assert_eq!(parse_shape("4X4X4"), Ok((4, 4, 4)));
-        assert!(parse_shape("512x256").is_err());
-        assert!(parse_shape("0x1x1").is_err());
-        assert!(parse_shape("ax1x1").is_err());
     }
 }

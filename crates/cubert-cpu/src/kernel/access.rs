@@ -11,6 +11,10 @@ use cubert_runtime::ExecutionMode;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Out-of-bounds accesses after which a checked launch stops: its remaining cubes don't
+/// start and long kernel loops may end early (see [`AccessChecker::gave_up`]).
+pub const MAX_COUNTED_VIOLATIONS: u64 = 1 << 20;
+
 /// Counts and describes out-of-bounds accesses of one launch.
 pub struct AccessChecker {
     mode: ExecutionMode,
@@ -38,6 +42,13 @@ impl AccessChecker {
     /// Whether accesses are checked.
     pub fn checks(&self) -> bool {
         self.mode != ExecutionMode::Unchecked
+    }
+
+    /// Whether the launch has counted [`MAX_COUNTED_VIOLATIONS`] out-of-bounds accesses:
+    /// its outcome (an `OutOfBounds` error) is decided, so the executor starts no more
+    /// cubes and a kernel with long loops over missing data may stop early too.
+    pub fn gave_up(&self) -> bool {
+        self.violations() >= MAX_COUNTED_VIOLATIONS
     }
 
     /// Records an out-of-bounds access.

@@ -29,7 +29,7 @@ mod access;
 mod buffer;
 mod context;
 
-pub use access::AccessChecker;
+pub use access::{AccessChecker, MAX_COUNTED_VIOLATIONS};
 pub use buffer::{Buffer, RawBuffer};
 pub use context::{CubeContext, UnitPos};
 

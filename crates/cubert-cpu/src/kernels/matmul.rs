@@ -53,6 +53,11 @@ fn tile_checked<T: Numeric>(
     let p_bound = k.min(lhs.len().max(rhs.len().div_ceil(n.max(1))));
     let skipped_per_element = ((k - p_bound) as u64).saturating_mul(2);
     for i in rows {
+        if ctx.access().gave_up() {
+            // The launch already failed with OutOfBounds: don't run the rest of its loops
+            // (an absurd k with huge m and n is trillions of missing loads).
+            return;
+        }
         for j in cols.clone() {
             let total = (0..p_bound).fold(T::zero(), |acc, p| {
                 let a = lhs.load(i.saturating_mul(k).saturating_add(p));
@@ -108,6 +113,8 @@ pub fn matmul<T: Numeric>(name: String) -> CpuKernel {
                     // writes them: `out` overlaps neither.
                     let (lhs, rhs) = unsafe { (lhs.slice(0..m * k), rhs.slice(0..k * n)) };
                     tile_fast(lhs, rhs, &out, (k, n), rows, cols);
+                } else if ctx.access().gave_up() {
+                    return Ok(());
                 } else {
                     tile_checked(ctx, (&lhs, &rhs, &out), (k, n), rows, cols);
                 }

@@ -359,3 +359,32 @@ fn huge_grid_missing_its_buffer_is_cut_short() {
     }
     assert_eq!(sum, vec![6; 16]);
 }
+
+/// A checked matmul whose `m`, `k` and `n` are all absurd (found by the kernel-arguments
+/// fuzz target: it ran for hours, trillions of missing loads inside the cubes) stops its
+/// loops once the launch has counted enough out-of-bounds accesses, and fails at once.
+#[test]
+fn checked_matmul_with_absurd_sizes_everywhere_fails_fast() {
+    let error = within(Duration::from_secs(60), || {
+        let client = clean_client(3);
+        let lhs = client.empty(51_163).unwrap();
+        let rhs = client.empty(65_535).unwrap();
+        let out = client.empty(52).unwrap();
+        let kernel = CpuRuntime::standard_kernel(StandardKernel::Matmul(ElemType::F32)).unwrap();
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![lhs.to_binding(), rhs.to_binding(), out.to_binding()])
+            .with_info(MetadataBindingInfo::custom(vec![
+                u64::MAX,
+                u64::MAX,
+                18_427_897_340_749_484_554,
+            ]));
+        client
+            .launch(kernel, CubeCount::new_3d(21, 3, 1), arguments)
+            .unwrap();
+        client.sync().unwrap_err()
+    });
+    assert!(
+        matches!(error, ServerError::OutOfBounds { .. }),
+        "{error:?}"
+    );
+}
