@@ -16,19 +16,18 @@ use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
 use cubert_runtime::future::{DynFut, ready};
-use cubert_runtime::handle::{HandleFactory, MemoryId, ReleaseQueue};
+use cubert_runtime::handle::MemoryId;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::logging::ServerLogger;
 use cubert_runtime::memory::{
-    HostOrdering, IdMap, MemoryAllocationMode, MemoryLimits, MemoryManager, MemoryReport,
-    MemoryUsage,
+    DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::server::{
     ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
-use cubert_runtime::storage::{ComputeStorage, ManagedResource};
+use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
     LaunchError, ProfileError, ServerError, StreamId,
@@ -40,10 +39,7 @@ use std::time::Instant;
 /// The server of one virtual CPU device. See the module docs.
 pub struct CpuServer {
     device: CpuDevice,
-    memory: MemoryManager<HostStorage>,
-    releases: Arc<ReleaseQueue>,
-    released: Vec<MemoryId>,
-    failed: IdMap<String>,
+    memory: DeviceMemory<HostStorage>,
     utilities: Arc<ServerUtilities<CpuServer>>,
     errors: StreamErrors,
     profiles: HashMap<u64, Instant>,
@@ -97,10 +93,17 @@ impl CpuServer {
             })?;
         let properties = cpu_properties(device.index, &config.cpu);
         let limit = memory_limit(&config.cpu);
-        let releases = ReleaseQueue::new();
-        let handles = HandleFactory::new(device.to_id(), releases.clone());
+        let memory = DeviceMemory::new(
+            device.to_id(),
+            storage,
+            config.memory.options(),
+            MemoryLimits {
+                max_allocation: limit,
+                capacity: Some(limit),
+            },
+        );
         let layout = PitchedLayoutPolicy::new(
-            handles,
+            memory.handles(),
             properties.memory.alignment,
             properties.memory.pitch_alignment,
             limit,
@@ -119,20 +122,9 @@ impl CpuServer {
             layout,
             config.compilation.bounds_check,
         );
-        let memory = MemoryManager::new(
-            storage,
-            config.memory.options(),
-            MemoryLimits {
-                max_allocation: limit,
-                capacity: Some(limit),
-            },
-        );
         Ok(Self {
             device,
             memory,
-            releases,
-            released: Vec::new(),
-            failed: IdMap::default(),
             utilities: Arc::new(utilities),
             errors: StreamErrors::default(),
             profiles: HashMap::new(),
@@ -141,43 +133,15 @@ impl CpuServer {
         })
     }
 
-    /// Frees the memory of every handle dropped since the last call.
+    /// Frees the memory of every handle dropped since the last call. Work is complete once
+    /// its task ran, so no stream can still use it.
     fn drain_releases(&mut self) {
-        self.releases.drain_into(&mut self.released);
-        for id in self.released.drain(..) {
-            if !self.memory.release(id, Vec::new()) && self.failed.remove(&id).is_none() {
-                // Released before its queued reservation ran (see `allocate`).
-                self.memory.release_early(id);
-            }
-        }
-    }
-
-    fn not_found(&self, id: MemoryId, error: IoError) -> IoError {
-        match self.failed.get(&id) {
-            Some(reason) => {
-                IoError::not_found(format!("the memory of {id} was never allocated: {reason}"))
-            }
-            None => error,
-        }
+        self.memory.drain_releases(|_, _| Vec::new());
     }
 
     /// The host range of `binding`.
     fn resolve(&mut self, binding: &Binding) -> Result<HostResource, IoError> {
-        if binding.device() != self.device.to_id() {
-            return Err(IoError::not_found(format!(
-                "the binding belongs to {:?}, not to {:?}",
-                binding.device(),
-                self.device.to_id()
-            )));
-        }
-        let handle = self
-            .memory
-            .resolve(binding.id(), binding.offset(), binding.size())
-            .map_err(|error| self.not_found(binding.id(), error))?;
-        self.memory
-            .storage()
-            .get(&handle)
-            .ok_or_else(|| IoError::not_found(format!("storage of {} is gone", binding.id())))
+        self.memory.resolve(binding)
     }
 
     fn read_one(&mut self, descriptor: &CopyDescriptor) -> Result<Bytes, ServerError> {
@@ -395,11 +359,11 @@ impl ComputeServer for CpuServer {
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();
-        if self.memory.take_early_release(id) {
-            return;
-        }
-        if let Err(error) = self.memory.reserve(id, size, stream, &mut HostOrdering) {
-            self.failed.insert(id, error.to_string());
+        // The manager already gave back what was cached before failing: nothing to wait for.
+        let allocated = self
+            .memory
+            .allocate(id, size, stream, &mut HostOrdering, |_| false);
+        if let Err(error) = allocated {
             self.errors.push(stream, error.into());
         }
     }
@@ -437,7 +401,7 @@ impl ComputeServer for CpuServer {
 
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
         self.drain_releases();
-        self.memory.release_idle(&mut HostOrdering);
+        self.memory.manager().release_idle(&mut HostOrdering);
         ready(self.errors.take(stream))
     }
 
@@ -470,17 +434,17 @@ impl ComputeServer for CpuServer {
 
     fn memory_usage(&mut self, _stream: StreamId) -> Result<MemoryUsage, ServerError> {
         self.drain_releases();
-        Ok(self.memory.usage())
+        Ok(self.memory.manager().usage())
     }
 
     fn memory_report(&mut self, _stream: StreamId) -> Result<MemoryReport, ServerError> {
         self.drain_releases();
-        Ok(self.memory.report())
+        Ok(self.memory.manager().report())
     }
 
     fn memory_cleanup(&mut self, _stream: StreamId) {
         self.drain_releases();
-        self.memory.cleanup(&mut HostOrdering);
+        self.memory.manager().cleanup(&mut HostOrdering);
     }
 
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
@@ -509,14 +473,14 @@ impl ComputeServer for CpuServer {
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
-        self.memory.modes().set(stream, mode);
+        self.memory.manager().modes().set(stream, mode);
     }
 
     fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
-        self.memory.modes().push(stream, mode);
+        self.memory.manager().modes().push(stream, mode);
     }
 
     fn end_allocation_window(&mut self, stream: StreamId) {
-        self.memory.end_allocation_window(stream);
+        self.memory.manager().end_allocation_window(stream);
     }
 }

@@ -27,11 +27,11 @@ use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::future::{DynFut, oneshot, ready};
-use cubert_runtime::handle::{HandleFactory, MemoryId, ReleaseQueue};
+use cubert_runtime::handle::MemoryId;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::logging::ServerLogger;
 use cubert_runtime::memory::{
-    IdMap, MemoryAllocationMode, MemoryLimits, MemoryManager, MemoryReport, MemoryUsage,
+    Allocation, DeviceMemory, IdMap, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
     StreamOrdering,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
@@ -55,10 +55,8 @@ pub struct CudaServer {
     pub(crate) shared: Arc<Shared>,
     pub(crate) device: CudaDevice,
     pub(crate) context: Arc<CudaContext>,
-    pub(crate) memory: MemoryManager<CudaStorage>,
-    pub(crate) releases: Arc<ReleaseQueue>,
-    pub(crate) released: Vec<MemoryId>,
-    pub(crate) failed: IdMap<String>,
+    pub(crate) memory: DeviceMemory<CudaStorage>,
+    /// The stream each live allocation was last used on: where its release must wait.
     pub(crate) last_use: IdMap<StreamId>,
     pub(crate) streams: Streams,
     pub(crate) status: StatusBlocks,
@@ -125,10 +123,17 @@ impl CudaServer {
             properties.memory.pitch_alignment = config.cuda.pitch_alignment;
         }
         let total = properties.memory.total_memory;
-        let releases = ReleaseQueue::new();
-        let handles = HandleFactory::new(device.to_id(), releases.clone());
+        let memory = DeviceMemory::new(
+            device.to_id(),
+            CudaStorage::new(context.clone()),
+            config.memory.options(),
+            MemoryLimits {
+                max_allocation: total,
+                capacity: (config.cuda.memory_limit > 0).then_some(config.cuda.memory_limit),
+            },
+        );
         let layout = PitchedLayoutPolicy::new(
-            handles,
+            memory.handles(),
             properties.memory.alignment,
             properties.memory.pitch_alignment,
             total,
@@ -185,22 +190,11 @@ impl CudaServer {
             .thread_name(move |i| format!("cubert-cuda{}-copy{i}", device.index))
             .build()
             .map_err(|error| ServerError::generic(format!("can't start copy threads: {error}")))?;
-        let memory = MemoryManager::new(
-            CudaStorage::new(context.clone()),
-            config.memory.options(),
-            MemoryLimits {
-                max_allocation: total,
-                capacity: (config.cuda.memory_limit > 0).then_some(config.cuda.memory_limit),
-            },
-        );
         Ok(Self {
             completion,
             shared,
             device,
             memory,
-            releases,
-            released: Vec::new(),
-            failed: IdMap::default(),
             last_use: IdMap::default(),
             streams: Streams::new(context.clone(), events),
             status: StatusBlocks::new(context.clone()),
@@ -237,57 +231,29 @@ impl CudaServer {
     /// Frees the memory of every handle dropped since the last call, at the point its last
     /// stream has reached.
     pub(crate) fn drain_releases(&mut self) {
-        self.releases.drain_into(&mut self.released);
-        let released = std::mem::take(&mut self.released);
-        for id in &released {
-            let stream = self
-                .last_use
-                .remove(id)
-                .or_else(|| self.memory.slice(*id).map(|slice| slice.stream));
+        let (last_use, streams) = (&mut self.last_use, &mut self.streams);
+        self.memory.drain_releases(|id, manager| {
+            let stream = last_use
+                .remove(&id)
+                .or_else(|| manager.slice(id).map(|slice| slice.stream));
             let points = match stream {
-                Some(stream) => vec![self.streams.point(stream)],
+                Some(stream) => vec![streams.point(stream)],
                 None => Vec::new(),
             };
-            if self.memory.is_paged(*id) {
+            if manager.is_paged(id) {
                 // Arms an event at the point (if none covers it yet), so the paged pool sees
                 // the block complete once the stream passes it and can remap its pages.
                 for point in &points {
-                    StreamOrdering::is_complete(&mut self.streams, *point);
+                    StreamOrdering::is_complete(streams, *point);
                 }
             }
-            if !self.memory.release(*id, points) && self.failed.remove(id).is_none() {
-                // Released before its queued reservation ran (see `allocate`).
-                self.memory.release_early(*id);
-            }
-        }
-        self.released = released;
-        self.released.clear();
+            points
+        });
     }
 
     /// The device range of a binding.
     pub(crate) fn resolve(&mut self, binding: &Binding) -> Result<CudaResource, IoError> {
-        if binding.device() != self.device.to_id() {
-            return Err(IoError::not_found(format!(
-                "the binding belongs to {:?}, not to {:?}",
-                binding.device(),
-                self.device.to_id()
-            )));
-        }
-        let handle = self
-            .memory
-            .resolve(binding.id(), binding.offset(), binding.size())
-            .map_err(|error| match self.failed.get(&binding.id()) {
-                Some(reason) => IoError::not_found(format!(
-                    "the memory of {} was never allocated: {reason}",
-                    binding.id()
-                )),
-                None => error,
-            })?;
-        use cubert_runtime::storage::ComputeStorage;
-        self.memory
-            .storage()
-            .get(&handle)
-            .ok_or_else(|| IoError::not_found(format!("storage of {} is gone", binding.id())))
+        self.memory.resolve(binding)
     }
 
     /// Orders a use of `id` on `stream` after its last use on another stream.
@@ -331,27 +297,20 @@ impl CudaServer {
     /// records every stream point as complete, so every free block can be reused or
     /// released. Other servers sharing the device's context are not waited for.
     fn settle(&mut self) {
-        if self.streams.any_capturing() {
-            return;
-        }
-        match self.streams.synchronize_all() {
-            Ok(()) => self.streams.mark_all_complete(),
-            Err(failure) => {
-                self.shared.observe(failure.into_server_error());
-            }
-        }
+        settle(&mut self.streams, &self.shared);
     }
+}
 
-    fn reserve(&mut self, id: MemoryId, size: u64, stream: StreamId) -> Result<(), IoError> {
-        match self.memory.reserve(id, size, stream, &mut self.streams) {
-            Err(IoError::OutOfMemory { .. }) => {
-                // Blocks freed on other streams may still be pending: finish all work and
-                // give back what is free, then try once more.
-                self.settle();
-                self.memory.cleanup(&mut self.streams);
-                self.memory.reserve(id, size, stream, &mut self.streams)
-            }
-            other => other,
+/// [`CudaServer::settle`] on the server's streams and shared state, for where the server's
+/// memory is borrowed.
+fn settle(streams: &mut Streams, shared: &Shared) {
+    if streams.any_capturing() {
+        return;
+    }
+    match streams.synchronize_all() {
+        Ok(()) => streams.mark_all_complete(),
+        Err(failure) => {
+            shared.observe(failure.into_server_error());
         }
     }
 }
@@ -393,22 +352,26 @@ impl ComputeServer for CudaServer {
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         if let Err(error) = self.enter() {
-            self.failed.insert(id, error.to_string());
+            self.memory.record_failure(id, error.to_string());
             self.shared.push_error(stream, error);
             return;
         }
         self.drain_releases();
-        if self.memory.take_early_release(id) {
-            return;
-        }
-        match self.reserve(id, size, stream) {
-            Ok(()) => {
+        let shared = &self.shared;
+        // Blocks freed on other streams may still be pending when the device is full: finish
+        // all work (the memory then gives back what is free and tries once more).
+        let allocated = self
+            .memory
+            .allocate(id, size, stream, &mut self.streams, |streams| {
+                settle(streams, shared);
+                true
+            });
+        match allocated {
+            Ok(Allocation::Bound) => {
                 self.last_use.insert(id, stream);
             }
-            Err(error) => {
-                self.failed.insert(id, error.to_string());
-                self.shared.push_error(stream, error.into());
-            }
+            Ok(Allocation::ReleasedEarly) => {}
+            Err(error) => self.shared.push_error(stream, error.into()),
         }
     }
 
@@ -472,7 +435,7 @@ impl ComputeServer for CudaServer {
             return ready(Err(error));
         }
         self.drain_releases();
-        self.memory.release_idle(&mut self.streams);
+        self.memory.manager().release_idle(&mut self.streams);
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Sync(sender)) {
             return ready(Err(self.shared.observe(error)));
@@ -516,13 +479,13 @@ impl ComputeServer for CudaServer {
     fn memory_usage(&mut self, _stream: StreamId) -> Result<MemoryUsage, ServerError> {
         self.enter()?;
         self.drain_releases();
-        Ok(self.memory.usage())
+        Ok(self.memory.manager().usage())
     }
 
     fn memory_report(&mut self, _stream: StreamId) -> Result<MemoryReport, ServerError> {
         self.enter()?;
         self.drain_releases();
-        Ok(self.memory.report())
+        Ok(self.memory.manager().report())
     }
 
     fn memory_cleanup(&mut self, _stream: StreamId) {
@@ -532,7 +495,7 @@ impl ComputeServer for CudaServer {
         self.drain_releases();
         // An explicit request: wait for the device so every free block can be released.
         self.settle();
-        self.memory.cleanup(&mut self.streams);
+        self.memory.manager().cleanup(&mut self.streams);
         self.pinned.trim();
     }
 
@@ -603,15 +566,15 @@ impl ComputeServer for CudaServer {
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
-        self.memory.modes().set(stream, mode);
+        self.memory.manager().modes().set(stream, mode);
     }
 
     fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
-        self.memory.modes().push(stream, mode);
+        self.memory.manager().modes().push(stream, mode);
     }
 
     fn end_allocation_window(&mut self, stream: StreamId) {
-        self.memory.end_allocation_window(stream);
+        self.memory.manager().end_allocation_window(stream);
     }
 
     fn start_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {

@@ -14,8 +14,8 @@
 //! it uses, the release is seen only after all of that work was handed to the device.
 //! The one task that holds no binding is the reservation `empty` queues (only the id, for
 //! speed): its handle may be released first, and the server then skips the reservation
-//! (`MemoryManager::release_early`). Ids are never reused, so a stale id can never point to
-//! another allocation.
+//! (`DeviceMemory::allocate`, `MemoryManager::release_early`). Ids are never reused, so a
+//! stale id can never point to another allocation.
 
 use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;

@@ -4,9 +4,11 @@
 //! [`block_pool::BlockPool`]s (small, large, persistent). See `manager` for the routing and
 //! out-of-memory policy, `block_pool` for best fit with splitting and coalescing, `ordering`
 //! for when a freed slice may be reused by another stream, and `mode` for persistent
-//! allocation windows.
+//! allocation windows. [`DeviceMemory`] is what a server holds: the manager with the release
+//! queue, the early releases and the failed reservations around it (`device_memory`).
 
 pub mod block_pool;
+mod device_memory;
 mod manager;
 mod mode;
 mod ordering;
@@ -14,6 +16,7 @@ pub mod paged_pool;
 pub mod trace;
 mod usage;
 
+pub use device_memory::{Allocation, DeviceMemory};
 pub use manager::{IdHasher, IdMap, MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
 pub use mode::{MemoryAllocationMode, ModeTable};
 pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};

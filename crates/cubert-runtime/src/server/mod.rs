@@ -81,9 +81,9 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Binds allocation `id` to `size` bytes of device memory for `stream`, as
     /// [`Self::initialize_memory`] without holding the handle: the allocation fast path
     /// (`ComputeClient::empty`) queues only the id, so its handle may be dropped (and the id
-    /// released) before this runs. The server passes the release of an id it doesn't know
-    /// (and whose reservation didn't fail) to `MemoryManager::release_early`, and the
-    /// reservation then reserves nothing. Failure is queued on the stream.
+    /// released) before this runs. The server's `DeviceMemory` notes the release of an id
+    /// it doesn't know (and whose reservation didn't fail) as early, and the reservation
+    /// then reserves nothing (`DeviceMemory::allocate`). Failure is queued on the stream.
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId);
 
     /// Reserves staging buffers through the queue. Prefer
