@@ -101,6 +101,9 @@ impl Bytes {
     }
 
     /// Zero-filled heap buffer of `len` bytes.
+    ///
+    /// Like `vec![0; len]`, a host allocation that fails aborts the process: use
+    /// [`Bytes::try_zeroed`] for any size a caller chose (cubert itself does).
     pub fn zeroed(len: usize) -> Self {
         // u64 storage gives 8-byte alignment, so the bytes can be viewed as any common element.
         let words = len.div_ceil(8);
