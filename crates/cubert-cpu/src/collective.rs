@@ -15,17 +15,21 @@
 //!
 //! The arithmetic is in `reduction`. Process groups (several processes) are NCCL's
 //! business: the CPU backend refuses them.
+//!
+//! The functions take any server whose memory is host memory (the CPU server, the only
+//! one), so that this module doesn't use `server`: the server calls in, and forgets its
+//! groups with [`leave_all`] when it drops.
 
 use crate::reduction::reduce_in_place;
-use crate::server::CpuServer;
+use crate::storage::HostStorage;
 use cubert_runtime::copy::CopyDescriptor;
-use cubert_runtime::device_handle::on_runner_thread;
 use cubert_runtime::distributed::collective_timeout;
 use cubert_runtime::server::ComputeServer;
 use cubert_runtime::server::local_group::{
     Call, CallKind, Finished, Launcher, LocalGroup, local_group,
 };
 use cubert_runtime::server::{DeviceSet, ReduceOperation, check_collective_type};
+use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, DeviceId, ElemType, IoError, ServerError, StreamId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -92,19 +96,19 @@ fn joined() -> &'static Mutex<HashMap<usize, Vec<Joined>>> {
 }
 
 /// One server's side of the collectives: its device, its key, and its memory.
-struct Member<'a> {
-    server: &'a mut CpuServer,
+struct Member<'a, S> {
+    server: &'a mut S,
     device: DeviceId,
     owner: usize,
 }
 
 /// A key unique among live servers: the address of the server's utilities.
-fn owner_of(server: &CpuServer) -> usize {
+fn owner_of<S: ComputeServer>(server: &S) -> usize {
     Arc::as_ptr(&server.utilities()) as usize
 }
 
-impl<'a> Member<'a> {
-    fn of(server: &'a mut CpuServer) -> Self {
+impl<'a, S: ComputeServer<Storage = HostStorage>> Member<'a, S> {
+    fn of(server: &'a mut S) -> Self {
         let utilities = server.utilities();
         Self {
             device: utilities.device_id,
@@ -257,7 +261,10 @@ impl<'a> Member<'a> {
 ///
 /// # Errors
 /// A set this server's device isn't in, with devices of another kind, or of processes.
-pub fn comm_init(server: &mut CpuServer, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
+pub fn comm_init<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
+    device_ids: Vec<DeviceId>,
+) -> Result<(), ServerError> {
     Member::of(server)
         .group(device_ids, "comm_init")
         .map(|_| ())
@@ -268,8 +275,8 @@ pub fn comm_init(server: &mut CpuServer, device_ids: Vec<DeviceId>) -> Result<()
 /// # Errors
 /// A type collectives don't take, a bad set, memory that isn't here, a mismatch with the
 /// other devices' calls, or a timeout waiting for them.
-pub fn all_reduce(
-    server: &mut CpuServer,
+pub fn all_reduce<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
     src: &Binding,
     dst: Binding,
     dtype: ElemType,
@@ -304,8 +311,8 @@ pub fn all_reduce(
 ///
 /// # Errors
 /// As [`all_reduce`], and [`IoError::InvalidArgument`] for a strided descriptor.
-pub fn send(
-    server: &mut CpuServer,
+pub fn send<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
     desc: &CopyDescriptor,
     dtype: ElemType,
     peer: DeviceId,
@@ -336,8 +343,8 @@ pub fn send(
 ///
 /// # Errors
 /// As [`all_reduce`].
-pub fn recv(
-    server: &mut CpuServer,
+pub fn recv<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
     dst: Binding,
     dtype: ElemType,
     peer: DeviceId,
@@ -360,7 +367,9 @@ pub fn recv(
 ///
 /// # Errors
 /// The first error of a kept call, or a call still waiting for its peers.
-pub fn sync_collective(server: &mut CpuServer) -> Result<(), ServerError> {
+pub fn sync_collective<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
+) -> Result<(), ServerError> {
     let mut member = Member::of(server);
     let applied = member.apply_kept();
     let waiting: usize = member
@@ -379,18 +388,17 @@ pub fn sync_collective(server: &mut CpuServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-impl Drop for CpuServer {
-    /// Abandons the collective calls of this server still waiting for their peers and
-    /// forgets its groups, so a later server of the same device starts clean.
-    fn drop(&mut self) {
-        let owner = owner_of(self);
-        let groups = joined()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&owner)
-            .unwrap_or_default();
-        for (group, _) in groups {
-            group.abandon_owner(owner, &mut HostLauncher);
-        }
+/// Abandons the collective calls of `server` still waiting for their peers and forgets its
+/// groups, so a later server of the same device starts clean. The server calls it when it
+/// drops.
+pub fn leave_all<S: ComputeServer>(server: &S) {
+    let owner = owner_of(server);
+    let groups = joined()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&owner)
+        .unwrap_or_default();
+    for (group, _) in groups {
+        group.abandon_owner(owner, &mut HostLauncher);
     }
 }

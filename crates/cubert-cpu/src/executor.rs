@@ -20,7 +20,7 @@ use crate::kernel::{
     AccessChecker, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, RawBuffer,
 };
 use cubert_runtime::backtrace::BackTrace;
-use cubert_runtime::device_handle::TaskScope;
+use cubert_runtime::thread_role::TaskScope;
 use cubert_runtime::{ExecutionMode, KernelMetadata, ServerError};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -29,9 +29,11 @@ pub mod kernels;
 mod peer;
 pub mod properties;
 mod reduction;
+mod runtime;
 mod server;
 pub mod storage;
 
-pub use device::{CPU_DEVICE_TYPE, CpuDevice, CpuInfo, CpuRuntime, default_client};
+pub use device::{CPU_DEVICE_TYPE, CpuDevice, CpuInfo};
 pub use kernel::{Buffer, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, UnitPos};
+pub use runtime::{CpuRuntime, default_client};
 pub use server::CpuServer;

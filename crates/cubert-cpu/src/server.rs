@@ -250,6 +250,14 @@ impl CpuServer {
     }
 }
 
+impl Drop for CpuServer {
+    /// Abandons the collective calls of this server still waiting for their peers and
+    /// forgets its groups, so a later server of the same device starts clean.
+    fn drop(&mut self) {
+        crate::collective::leave_all(self);
+    }
+}
+
 impl DeviceService for CpuServer {
     fn init(device_id: DeviceId) -> Result<Self, ServerError> {
         let config = global_config();

@@ -5,9 +5,12 @@
 //! tensor, a transposed view). [`CopyDescriptor::validate`] checks that every element the
 //! descriptor reaches lies inside the binding, so a wrong stride gives an error instead of
 //! touching other memory. [`gather`] and [`scatter`] do the strided host-side copies.
+//!
+//! [`Handle::copy_descriptor`] is defined here rather than in `handle`, so that this module
+//! uses `handle` and not the other way round.
 
 use crate::error::IoError;
-use crate::handle::Binding;
+use crate::handle::{Binding, Handle};
 use crate::shape::{Shape, Strides, is_contiguous};
 
 /// A binding with the shape and strides to read or write it with.
@@ -96,6 +99,18 @@ impl CopyDescriptor {
                 self.handle.size()
             ))),
         }
+    }
+}
+
+impl Handle {
+    /// A copy descriptor of this view with the given shape, strides and element size.
+    pub fn copy_descriptor(
+        self,
+        shape: impl Into<Shape>,
+        strides: impl Into<Strides>,
+        elem_size: usize,
+    ) -> CopyDescriptor {
+        CopyDescriptor::new(self.binding(), shape.into(), strides.into(), elem_size)
     }
 }
 

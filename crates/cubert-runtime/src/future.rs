@@ -5,6 +5,7 @@
 //! [`oneshot`] pair lets a backend resolve a future from another thread (for example when a
 //! device event completes).
 
+use crate::spin::{SPIN, spinning_helps};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,18 +31,15 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// How long [`block_on`] keeps polling a pending future before parking the thread (waking a
+/// Runs `future` to completion on the calling thread: polls it for [`SPIN`] (where
+/// [`spinning_helps`]), then parks the thread until the future's waker is called (waking a
 /// parked thread can cost ~100 µs on virtual machines).
-const SPIN: std::time::Duration = std::time::Duration::from_micros(30);
-
-/// Runs `future` to completion on the calling thread: polls it for a short while, then parks
-/// the thread until the future's waker is called.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     let start = std::time::Instant::now();
-    let spin = crate::device_handle::spinning_helps();
+    let spin = spinning_helps();
     loop {
         match future.as_mut().poll(&mut context) {
             Poll::Ready(value) => return value,

@@ -16,11 +16,12 @@
 //! speed): its handle may be released first, and the server then skips the reservation
 //! (`DeviceMemory::allocate`, `MemoryManager::release_early`). Ids are never reused, so a
 //! stale id can never point to another allocation.
+//!
+//! `Handle::copy_descriptor` is defined in `copy`, which builds on this module: a handle
+//! knows nothing of copies.
 
-use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;
 use crate::error::IoError;
-use crate::shape::{Shape, Strides};
 use crate::stream::StreamId;
 use crossbeam_queue::ArrayQueue;
 use std::fmt;
@@ -273,16 +274,6 @@ impl Handle {
             size,
             stream: self.stream,
         })
-    }
-
-    /// A copy descriptor of this view with the given shape, strides and element size.
-    pub fn copy_descriptor(
-        self,
-        shape: impl Into<Shape>,
-        strides: impl Into<Strides>,
-        elem_size: usize,
-    ) -> CopyDescriptor {
-        CopyDescriptor::new(self.binding(), shape.into(), strides.into(), elem_size)
     }
 
     /// Whether this is the only reference to the memory, so a kernel may write it in place

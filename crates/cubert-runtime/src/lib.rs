@@ -7,10 +7,12 @@
 //! thread.
 //!
 //! Module map (one concept each): `client` (the API), `server` (the backend trait),
-//! `device_handle` (threads and queues), `stream`, `memory` (pools and the manager),
-//! `storage` (raw allocations), `layout` (tensor placement), `handle`, `bytes`, `copy`,
-//! `kernel`, `profile`, `logging`, `config`, `tune` (autotuning), `distributed` (process
-//! groups and their rendezvous), `error`.
+//! `device_handle` (threads and queues), `spin` (waiting: spin briefly, then sleep),
+//! `thread_role` (what the calling thread does for the devices: runner, task, exclusive
+//! section), `stream`, `memory` (pools and the manager), `storage` (raw allocations),
+//! `layout` (tensor placement), `handle`, `bytes`, `copy`, `kernel`, `profile`, `logging`,
+//! `config`, `tune` (autotuning), `distributed` (process groups and their rendezvous),
+//! `error`.
 
 #![warn(missing_docs)]
 
@@ -38,8 +40,10 @@ pub mod runtime;
 mod scoped_bytes;
 pub mod server;
 pub mod shape;
+pub mod spin;
 pub mod storage;
 pub mod stream;
+pub mod thread_role;
 pub mod tune;
 
 pub use bytes::{AllocationProperty, Bytes};

@@ -4,6 +4,11 @@
 //! standard kernels (and their variants, for the autotuner) so backend-generic code (tests,
 //! the CLI, benchmarks) can run the same workload everywhere.
 
+// The two import circles left in this crate, both between this trait and code generic over
+// it: `client` and `tune` use `Runtime`, and the trait names them back in its signatures,
+// `Runtime::client` (a `ComputeClient`) and `Runtime::tune_fingerprint` (the tuner's
+// `DeviceFingerprint`, which backends override). Both are public API; breaking the circles
+// would move or remove them.
 use crate::client::ComputeClient;
 use crate::device::{Device, DeviceId};
 use crate::error::{LaunchError, ServerError};

@@ -14,12 +14,12 @@ use super::numeric::Numeric;
 use super::reduce_variants::reduce_rows;
 use super::{standard_kernel, with_elem};
 use crate::kernel::CpuKernel;
+use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::properties::DeviceProperties;
 use cubert_runtime::tune::Priority;
-use cubert_runtime::{LaunchError, Runtime as _};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -108,7 +108,7 @@ pub fn standard_variants(
 fn unknown(kernel: StandardKernel, variant: &str) -> LaunchError {
     LaunchError::unknown(format!(
         "the {} backend has no variant `{variant}` of `{kernel}`",
-        crate::CpuRuntime::name()
+        crate::device::BACKEND_NAME
     ))
 }
 

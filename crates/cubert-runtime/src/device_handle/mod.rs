@@ -20,9 +20,7 @@
 //!   [`CallError::Reentrant`].
 
 mod gate;
-mod marks;
 mod registry;
-mod spin;
 
 pub use crate::config::DeviceHandleMode;
 
@@ -31,8 +29,8 @@ use crate::error::ServerError;
 use crate::handle::MemoryId;
 use crate::server::{ComputeServer, ServerUtilities};
 use crate::stream::StreamId;
+use crate::thread_role::{BorrowMark, OwnMark, is_borrowed, is_owned, mark_runner_thread};
 use gate::ReentrantGate;
-use marks::{BorrowMark, OwnMark, is_borrowed, is_owned};
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -218,21 +216,8 @@ impl<S> Core<S> {
     }
 }
 
-thread_local! {
-    /// Whether this thread is a device's runner thread.
-    static RUNNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the calling thread is the runner thread of a threaded device handle: a server
-/// task running here may wait for other threads without stopping its caller (a task of an
-/// inline handle runs on its caller's thread, which may be the one that must make the next
-/// call).
-pub fn on_runner_thread() -> bool {
-    RUNNER.with(std::cell::Cell::get)
-}
-
 fn runner_loop<S: ComputeServer>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
-    RUNNER.with(|runner| runner.set(true));
+    mark_runner_thread();
     while let Ok(message) = recv_spinning(&receiver) {
         match message {
             Message::Task(task) => core.run(task),
@@ -489,6 +474,8 @@ fn server_device_id<S: ComputeServer>(server: &S) -> DeviceId {
     server.utilities().device_id
 }
 
-pub use marks::{TaskScope, TaskScopeGuard};
 pub use registry::{get_or_init_device, register_device};
-pub use spin::{SPIN, recv_spinning, spinning_helps};
+// Old paths of what moved to the leaf modules `spin` and `thread_role` (backends import
+// them from there).
+pub use crate::spin::{SPIN, recv_spinning, spinning_helps};
+pub use crate::thread_role::{TaskScope, TaskScopeGuard, on_runner_thread};

@@ -3,7 +3,9 @@
 //! A kernel is backend-native (a Rust function on the CPU, CUDA C++ on NVIDIA GPUs); the
 //! runtime only needs what [`KernelMetadata`] says about it. A launch runs a grid of cubes
 //! ([`CubeCount`]), each of [`CubeDim`] units, over the buffers and scalars of
-//! [`KernelArguments`], in an [`ExecutionMode`].
+//! [`KernelArguments`], in an [`ExecutionMode`]. The standard kernels (`standard`) may come
+//! in several [`StandardVariant`]s, each with the [`Priority`] the autotuner tries it at
+//! (`variant`).
 
 mod arguments;
 mod cube;
@@ -17,7 +19,7 @@ pub use tensor_map::{
     OobFill, TensorMapBinding, TensorMapFormat, TensorMapInterleave, TensorMapMeta,
     TensorMapPrefetch, TensorMapSwizzle,
 };
-pub use variant::StandardVariant;
+pub use variant::{Priority, StandardVariant};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

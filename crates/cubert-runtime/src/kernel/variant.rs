@@ -9,10 +9,56 @@
 //!
 //! The variant named [`StandardVariant::DEFAULT`] is the kernel `Runtime::standard_kernel`
 //! builds, launched exactly as `crate::ops` launches it.
+//!
+//! Each variant has a [`Priority`], as every candidate of the autotuner does: the autotune
+//! level decides which priorities are tried (`minimal`: high only; `balanced`: high and
+//! normal; `full`: all), and higher priorities run first. It lives here, below `tune`,
+//! because a variant names it and `tune` uses this module (`tune` re-exports it under its
+//! old path, `tune::Priority`).
 
-use crate::tune::Priority;
+use crate::config::AutotuneLevel;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// When a kernel variant or autotune candidate is tried. See the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Tried first, at every level but `off`.
+    High,
+    /// Tried at `balanced` and `full`.
+    Normal,
+    /// Tried at `full` only.
+    Low,
+}
+
+impl Priority {
+    /// Whether candidates of this priority are tried at `level`.
+    pub fn tried_at(self, level: AutotuneLevel) -> bool {
+        match level {
+            AutotuneLevel::Off => false,
+            AutotuneLevel::Minimal => self == Priority::High,
+            AutotuneLevel::Balanced => self != Priority::Low,
+            AutotuneLevel::Full => true,
+        }
+    }
+
+    /// The lowercase name (`high`, `normal`, `low`), as serialized and as hashed into a
+    /// candidate set's checksum.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Priority::High => "high",
+            Priority::Normal => "normal",
+            Priority::Low => "low",
+        }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// One implementation of a standard kernel, as a backend offers it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -56,5 +102,21 @@ impl StandardVariant {
 impl fmt::Display for StandardVariant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_are_tried_at_their_levels() {
+        use AutotuneLevel::*;
+        assert!(!Priority::High.tried_at(Off));
+        assert!(Priority::High.tried_at(Minimal));
+        assert!(!Priority::Normal.tried_at(Minimal));
+        assert!(Priority::Normal.tried_at(Balanced));
+        assert!(!Priority::Low.tried_at(Balanced));
+        assert!(Priority::Low.tried_at(Full));
     }
 }

@@ -21,7 +21,7 @@
 //! new segment is allocated and before segments are given back, so they never cause a
 //! device allocation or keep a segment alive that coalescing would have freed.
 
-use super::manager::IdHasher;
+use super::id_map::IdHasher;
 use super::ordering::{StreamOrdering, StreamPoint};
 use crate::storage::StorageId;
 use crate::stream::StreamId;

@@ -44,7 +44,8 @@
 //! ([`IoError::OutOfMemory`], [`IoError::BufferTooBig`], [`IoError::InvalidArgument`]).
 //! Nothing here panics, and the memory keeps working after any of them.
 
-use super::manager::{IdMap, MemoryLimits, MemoryManager, MemoryOptions};
+use super::id_map::IdMap;
+use super::manager::{MemoryLimits, MemoryManager, MemoryOptions};
 use super::ordering::{StreamOrdering, StreamPoint};
 use crate::device::DeviceId;
 use crate::error::IoError;

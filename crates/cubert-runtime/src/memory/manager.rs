@@ -21,6 +21,7 @@
 //! physical pages, so freed memory is never stranded by fragmentation.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
+use super::id_map::IdMap;
 use super::mode::{MemoryAllocationMode, ModeTable};
 use super::ordering::{StreamOrdering, StreamPoint};
 use super::paged_pool::PagedPool;
@@ -30,8 +31,6 @@ use crate::error::IoError;
 use crate::handle::MemoryId;
 use crate::storage::{ComputeStorage, StorageHandle};
 use crate::stream::StreamId;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 /// Tunables of the pools. Defaults follow what works for GPU workloads.
@@ -120,36 +119,6 @@ pub struct SliceInfo {
     /// The stream the memory was reserved on.
     pub stream: StreamId,
 }
-
-/// A fast hasher for the allocator's integer keys (memory ids, sizes, stream values): the
-/// Fx multiply-rotate mix. Not resistant to adversarial keys, which these maps never see.
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl IdHasher {
-    fn add(&mut self, value: u64) {
-        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.add(value);
-    }
-}
-
-/// A map keyed by memory id.
-pub type IdMap<V> = HashMap<MemoryId, V, BuildHasherDefault<IdHasher>>;
 
 /// How often (in reservations) the idle-release clock is read.
 const CLOCK_EVERY: u64 = 256;

@@ -6,9 +6,11 @@
 //! for when a freed slice may be reused by another stream, and `mode` for persistent
 //! allocation windows. [`DeviceMemory`] is what a server holds: the manager with the release
 //! queue, the early releases and the failed reservations around it (`device_memory`).
+//! [`IdMap`] (`id_map`) is the fast map by memory id they all use.
 
 pub mod block_pool;
 mod device_memory;
+mod id_map;
 mod manager;
 mod mode;
 mod ordering;
@@ -17,7 +19,8 @@ pub mod trace;
 mod usage;
 
 pub use device_memory::{Allocation, DeviceMemory};
-pub use manager::{IdHasher, IdMap, MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
+pub use id_map::{IdHasher, IdMap};
+pub use manager::{MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
 pub use mode::{MemoryAllocationMode, ModeTable};
 pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};
 pub use usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};

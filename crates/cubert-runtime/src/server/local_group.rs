@@ -25,9 +25,9 @@
 //! communicator id.
 
 use super::communication::{CommunicationId, ReduceOperation};
-use crate::device_handle::{SPIN, spinning_helps};
 use crate::elem::ElemType;
 use crate::error::ServerError;
+use crate::spin::{SPIN, spinning_helps};
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

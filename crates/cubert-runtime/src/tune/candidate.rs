@@ -21,48 +21,10 @@ use super::key::TuneKey;
 use crate::client::ComputeClient;
 use crate::config::AutotuneLevel;
 use crate::error::ServerError;
+use crate::kernel::Priority;
 use crate::runtime::Runtime;
-use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
-
-/// When a candidate is tried. See the module docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Priority {
-    /// Tried first, at every level but `off`.
-    High,
-    /// Tried at `balanced` and `full`.
-    Normal,
-    /// Tried at `full` only.
-    Low,
-}
-
-impl Priority {
-    /// Whether candidates of this priority are tried at `level`.
-    pub fn tried_at(self, level: AutotuneLevel) -> bool {
-        match level {
-            AutotuneLevel::Off => false,
-            AutotuneLevel::Minimal => self == Priority::High,
-            AutotuneLevel::Balanced => self != Priority::Low,
-            AutotuneLevel::Full => true,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Priority::High => "high",
-            Priority::Normal => "normal",
-            Priority::Low => "low",
-        }
-    }
-}
-
-impl fmt::Display for Priority {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// The function of a candidate: runs the operation on the client's stream.
 pub type CandidateFn<R, I, O> =
@@ -316,17 +278,6 @@ impl<R: Runtime, I, O> CandidateSet<R, I, O> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn priorities_are_tried_at_their_levels() {
-        use AutotuneLevel::*;
-        assert!(!Priority::High.tried_at(Off));
-        assert!(Priority::High.tried_at(Minimal));
-        assert!(!Priority::Normal.tried_at(Minimal));
-        assert!(Priority::Normal.tried_at(Balanced));
-        assert!(!Priority::Low.tried_at(Balanced));
-        assert!(Priority::Low.tried_at(Full));
-    }
 
     #[test]
     fn fields_are_hashed_with_their_length() {

@@ -24,10 +24,11 @@
 //! The standard matmul and reduce-sum kernels have variants on every backend and go
 //! through the tuner in [`standard`].
 //!
-//! Files: `key` (keys and fingerprints), `candidate` (candidates, priorities, checksum),
-//! `measure` (warm-up and timed samples), `check` (output comparison), `record` (what a
-//! tuning found), `memory` and `disk` (the caches), `settings`, `tuner` (the orchestration),
-//! `standard` (the standard kernels' variants).
+//! Files: `key` (keys and fingerprints), `candidate` (candidates, checksum), `measure`
+//! (warm-up and timed samples), `check` (output comparison), `record` (what a tuning found),
+//! `memory` and `disk` (the caches), `settings`, `tuner` (the orchestration), `standard`
+//! (the standard kernels' variants). [`Priority`] is defined with the kernel variants that
+//! carry it (`kernel::variant`) and re-exported here.
 
 mod candidate;
 mod check;
@@ -40,7 +41,9 @@ mod settings;
 pub mod standard;
 mod tuner;
 
-pub use candidate::{Candidate, CandidateFn, CandidateSet, InputsFn, KeyFn, Priority};
+pub use candidate::{Candidate, CandidateFn, CandidateSet, InputsFn, KeyFn};
+// Defined with the kernel variants that carry it (`kernel::variant`); this is its old path.
+pub use crate::kernel::Priority;
 pub use check::{CompareFn, OutputCheck, ReadFn, compare_elements};
 pub use disk::{DiskCache, FORMAT_VERSION, default_cache_dir};
 pub use key::{DeviceFingerprint, TuneKey, alignment, anchor};

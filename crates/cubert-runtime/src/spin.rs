@@ -4,6 +4,11 @@
 //! which would dominate a launch + sync round trip. The runner and threads waiting for a
 //! reply therefore poll for [`SPIN`] before blocking: a busy device answers while they
 //! spin, an idle one costs that much CPU once and then sleeps.
+//!
+//! A leaf module (it uses only `std`), so that everything that waits can share it without
+//! an import circle: the device handle's runner and replies, `future::block_on`, the local
+//! collective groups, and backends' completion threads. `device_handle` re-exports it under
+//! its old path.
 
 use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::time::{Duration, Instant};

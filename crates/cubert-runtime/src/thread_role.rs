@@ -1,12 +1,20 @@
-//! Per-thread marks: which devices this thread is inside of.
+//! Per-thread marks: which devices this thread is inside of, and whether it is a runner.
 //!
 //! A thread *borrows* a device while it runs one of the device's server tasks (it holds the
 //! server lock), and *owns* a device while it runs an `exclusive` section. Calls made from
-//! inside either are re-entrant and must not go through the queue or the lock again.
+//! inside either are re-entrant and must not go through the queue or the lock again. A
+//! device's runner thread (threaded device handle) is marked as such for its whole life.
+//!
+//! The device handle sets the marks; backends read them ([`on_runner_thread`]) and carry a
+//! task's mark to helper threads ([`TaskScope`]). A leaf module (it uses only `std`), so
+//! backends need not reach into the dispatcher for them; `device_handle` re-exports the
+//! public items under their old paths.
 
 use std::cell::{Cell, RefCell};
 
 thread_local! {
+    /// Whether this thread is a device's runner thread.
+    static RUNNER: Cell<bool> = const { Cell::new(false) };
     /// The device whose task this thread runs (0: none). One level is enough: a task of one
     /// device never runs a task of another device on the same thread.
     static BORROWED: Cell<u64> = const { Cell::new(0) };
@@ -30,23 +38,36 @@ fn remove(set: &'static std::thread::LocalKey<RefCell<Vec<u64>>>, key: u64) {
     });
 }
 
+/// Whether the calling thread is the runner thread of a threaded device handle: a server
+/// task running here may wait for other threads without stopping its caller (a task of an
+/// inline handle runs on its caller's thread, which may be the one that must make the next
+/// call).
+pub fn on_runner_thread() -> bool {
+    RUNNER.with(Cell::get)
+}
+
+/// Marks the calling thread as a device's runner thread, for the rest of its life.
+pub(crate) fn mark_runner_thread() {
+    RUNNER.with(|runner| runner.set(true));
+}
+
 /// Whether this thread is running a server task of device `key`.
-pub fn is_borrowed(key: u64) -> bool {
+pub(crate) fn is_borrowed(key: u64) -> bool {
     BORROWED.with(Cell::get) == key
 }
 
 /// Whether this thread is in an exclusive section of device `key`.
-pub fn is_owned(key: u64) -> bool {
+pub(crate) fn is_owned(key: u64) -> bool {
     contains(&OWNED, key)
 }
 
 /// Marks the current thread as running a server task of `key` until dropped (restoring the
 /// previous mark, if tasks nest).
-pub struct BorrowMark(u64);
+pub(crate) struct BorrowMark(u64);
 
 impl BorrowMark {
     /// Sets the mark.
-    pub fn new(key: u64) -> Self {
+    pub(crate) fn new(key: u64) -> Self {
         Self(BORROWED.with(|cell| cell.replace(key)))
     }
 }
@@ -58,11 +79,11 @@ impl Drop for BorrowMark {
 }
 
 /// Marks the current thread as owning `key` until dropped.
-pub struct OwnMark(u64);
+pub(crate) struct OwnMark(u64);
 
 impl OwnMark {
     /// Sets the mark.
-    pub fn new(key: u64) -> Self {
+    pub(crate) fn new(key: u64) -> Self {
         push(&OWNED, key);
         Self(key)
     }
@@ -78,7 +99,7 @@ impl Drop for OwnMark {
 ///
 /// Work a helper thread does on a task's behalf (a CPU kernel's cubes on the device's worker
 /// threads) is part of that task: a blocking call to the same device from there must be
-/// refused as [`CallError::Reentrant`](super::CallError::Reentrant) exactly as on the
+/// refused as [`CallError::Reentrant`](crate::device_handle::CallError::Reentrant) exactly as on the
 /// task's own thread, never queued behind the task it is part of (a deadlock). A backend
 /// takes the scope where the task runs and enters it on each helper thread for the time
 /// the helper works for the task.

@@ -1,0 +1,95 @@
+//! The CPU runtime: ties the virtual CPU devices to their servers and kernels.
+//!
+//! [`CpuRuntime`] is what generic code names to run on the CPU; [`default_client`] is the
+//! client of CPU device 0, the embedded default.
+
+use crate::device::{BACKEND_NAME, CPU_DEVICE_TYPE, CpuDevice, CpuInfo};
+use crate::server::CpuServer;
+use cubert_runtime::kernel::StandardVariant;
+use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::properties::DeviceProperties;
+use cubert_runtime::tune::DeviceFingerprint;
+use cubert_runtime::{ComputeClient, DeviceId, LaunchError, Runtime, ServerError};
+
+/// The CPU runtime.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuRuntime;
+
+impl Runtime for CpuRuntime {
+    type Server = CpuServer;
+    type Device = CpuDevice;
+
+    fn name() -> &'static str {
+        BACKEND_NAME
+    }
+
+    fn enumerate_devices(type_id: u16, info: &CpuInfo) -> Vec<DeviceId> {
+        if type_id != CPU_DEVICE_TYPE {
+            return Vec::new();
+        }
+        (0..info.device_count)
+            .map(|index| DeviceId::new(CPU_DEVICE_TYPE, index))
+            .collect()
+    }
+
+    fn enumerate_all_devices(info: &CpuInfo) -> Vec<DeviceId> {
+        Self::enumerate_devices(CPU_DEVICE_TYPE, info)
+    }
+
+    fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
+        crate::kernels::standard_kernel(kernel)
+    }
+
+    fn standard_variants(
+        kernel: StandardKernel,
+        properties: &DeviceProperties,
+    ) -> Vec<StandardVariant> {
+        crate::kernels::standard_variants(kernel, properties)
+    }
+
+    fn standard_kernel_variant(
+        kernel: StandardKernel,
+        variant: &str,
+    ) -> Result<crate::CpuKernel, LaunchError> {
+        crate::kernels::variant_kernel(kernel, variant)
+    }
+
+    /// Virtual devices differ only by the index in their name: the fingerprint names the
+    /// host's processor instead, and the backend's version (its kernels' code).
+    fn tune_fingerprint(properties: &DeviceProperties, _info: &CpuInfo) -> DeviceFingerprint {
+        let mut kind = properties.clone();
+        kind.name = cpu_model();
+        DeviceFingerprint::new(
+            Self::name(),
+            kind.checksum(),
+            format!("cubert-cpu {}", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// The host processor's model (`/proc/cpuinfo`, read once), or the architecture if
+/// unknown.
+fn cpu_model() -> String {
+    static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|text| {
+                    text.lines()
+                        .find(|line| line.starts_with("model name"))
+                        .and_then(|line| line.split_once(':'))
+                        .map(|(_, model)| model.trim().to_string())
+                })
+                .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+        })
+        .clone()
+}
+
+/// The client of CPU device 0, the embedded default.
+///
+/// # Errors
+/// The server's start error (worker threads that can't be spawned).
+pub fn default_client() -> Result<ComputeClient<CpuRuntime>, ServerError> {
+    ComputeClient::load(&CpuDevice::new(0))
+}
