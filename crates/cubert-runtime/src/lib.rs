@@ -13,6 +13,9 @@
 //! `layout` (tensor placement), `handle`, `bytes`, `copy`, `kernel`, `profile`, `logging`,
 //! `config`, `tune` (autotuning), `distributed` (process groups and their rendezvous),
 //! `error`.
+//!
+//! To follow one buffer through these modules (create, launch, read, drop, reuse, release,
+//! with the file and function of each step), read `docs/architecture.md` in the repository.
 
 #![warn(missing_docs)]
 
