@@ -10,16 +10,15 @@
 //! temporary file and renamed, so concurrent processes never read a partial file.
 
 use crate::context::CudaContext;
-use crate::driver::{Context as _, DriverFailure};
+use crate::driver::{self, DriverFailure, nvrtc};
 use crate::kernel::{CudaKernel, KernelSource};
 use crate::prelude::{PRELUDE, PRELUDE_VERSION};
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::properties::fnv1a;
 use cubert_runtime::{CompilationError, ExecutionMode, KernelMetadata, LaunchError};
-use cudarc::driver::sys::{self, CUfunction, CUmodule};
-use cudarc::nvrtc::sys as nvrtc;
+use cudarc::driver::sys::{CUfunction, CUmodule};
 use std::collections::HashMap;
-use std::ffi::{CString, c_char};
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,17 +44,10 @@ struct Loaded {
 /// # Errors
 /// A message when the NVRTC library isn't found.
 pub fn nvrtc_version() -> Result<(i32, i32), String> {
-    // SAFETY: only probes whether the shared library can be opened.
-    if !unsafe { nvrtc::is_culib_present() } {
+    if !nvrtc::is_present() {
         return Err("NVRTC (libnvrtc.so) was not found; install the CUDA toolkit's NVRTC".into());
     }
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: valid out pointers.
-    let status = unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) };
-    if status != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(format!("nvrtcVersion failed: {status:?}"));
-    }
-    Ok((major, minor))
+    nvrtc::version().map_err(|failure| failure.to_string())
 }
 
 /// The NVRTC options for a mode, an architecture and extra options.
@@ -75,29 +67,6 @@ pub fn nvrtc_options(arch: (u32, u32), mode: ExecutionMode, extra: &[String]) ->
     options
 }
 
-fn log_of(program: nvrtc::nvrtcProgram) -> String {
-    let mut size = 0usize;
-    // SAFETY: `program` is a live program; valid out pointer.
-    if unsafe { nvrtc::nvrtcGetProgramLogSize(program, &mut size) }
-        != nvrtc::nvrtcResult::NVRTC_SUCCESS
-    {
-        return String::new();
-    }
-    let mut log = vec![0 as c_char; size.max(1)];
-    // SAFETY: the buffer holds `size` bytes.
-    if unsafe { nvrtc::nvrtcGetProgramLog(program, log.as_mut_ptr()) }
-        != nvrtc::nvrtcResult::NVRTC_SUCCESS
-    {
-        return String::new();
-    }
-    let bytes: Vec<u8> = log
-        .iter()
-        .take_while(|c| **c != 0)
-        .map(|c| *c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// Compiles CUDA C++ `source` (the prelude is prepended) to a cubin.
 ///
 /// # Errors
@@ -114,49 +83,17 @@ pub fn compile_cuda(name: &str, source: &str, options: &[String]) -> Result<Vec<
         .map(|o| CString::new(o.as_str()))
         .collect::<Result<_, _>>()
         .map_err(|_| "a compile option contains a NUL byte".to_string())?;
-    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-    let mut program: nvrtc::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: the strings outlive the program (destroyed below); null header arrays.
-    let created = unsafe {
-        nvrtc::nvrtcCreateProgram(
-            &mut program,
-            full.as_ptr(),
-            file.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    if created != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(format!("nvrtcCreateProgram failed: {created:?}"));
+    let mut program = nvrtc::Program::new(&full, &file).map_err(|failure| failure.to_string())?;
+    if program.compile(&options).is_err() {
+        return Err(program.log());
     }
-    // SAFETY: `program` is live; the option pointers are valid C strings.
-    let compiled = unsafe {
-        nvrtc::nvrtcCompileProgram(program, option_ptrs.len() as i32, option_ptrs.as_ptr())
-    };
-    let result = if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        Err(log_of(program))
-    } else {
-        let mut size = 0usize;
-        // SAFETY: `program` compiled; valid out pointer.
-        let sized = unsafe { nvrtc::nvrtcGetCUBINSize(program, &mut size) };
-        let mut cubin = vec![0 as c_char; size];
-        // SAFETY: the buffer holds `size` bytes.
-        let got = (sized == nvrtc::nvrtcResult::NVRTC_SUCCESS && size > 0)
-            .then(|| unsafe { nvrtc::nvrtcGetCUBIN(program, cubin.as_mut_ptr()) });
-        match got {
-            Some(nvrtc::nvrtcResult::NVRTC_SUCCESS) => {
-                Ok(cubin.into_iter().map(|c| c as u8).collect())
-            }
-            _ => Err(format!(
-                "NVRTC produced no cubin (is --gpu-architecture a real sm_XX?): {}",
-                log_of(program)
-            )),
-        }
-    };
-    // SAFETY: destroys the program created above, once.
-    unsafe { nvrtc::nvrtcDestroyProgram(&mut program) };
-    result
+    match program.cubin() {
+        Ok(cubin) if !cubin.is_empty() => Ok(cubin),
+        _ => Err(format!(
+            "NVRTC produced no cubin (is --gpu-architecture a real sm_XX?): {}",
+            program.log()
+        )),
+    }
 }
 
 /// Default directory of the on-disk kernel cache.
@@ -180,9 +117,7 @@ pub struct Compiler {
 impl Compiler {
     /// A compiler for `context`'s device of architecture `arch`, caching cubins in `disk`.
     pub fn new(context: Arc<CudaContext>, arch: (u32, u32), disk: Option<PathBuf>) -> Self {
-        let mut driver_version = 0;
-        // SAFETY: valid out pointer; the driver is initialized.
-        let _ = unsafe { sys::cuDriverGetVersion(&mut driver_version) };
+        let driver_version = driver::device::driver_version().unwrap_or(0);
         Self {
             context,
             arch,
@@ -310,28 +245,23 @@ impl Compiler {
         }
         let image = self.compile(kernel, mode)?;
         self.context.bind().map_err(driver_launch_error)?;
-        let mut module: CUmodule = std::ptr::null_mut();
-        // SAFETY: `image` is a cubin or a NUL-terminated PTX string that outlives the call.
-        unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) }
-            .during("cuModuleLoadData")
-            .map_err(|failure| {
-                LaunchError::CompilationError(CompilationError {
-                    kernel: kernel.name().to_string(),
-                    log: format!(
-                        "the driver can't load the compiled module: {}",
-                        crate::driver::describe(failure.error)
-                    ),
-                    backtrace: BackTrace::capture(),
-                })
-            })?;
+        // SAFETY: `image` is a cubin or a NUL-terminated PTX string (see `compile`).
+        let module = unsafe { driver::module::load_data(&image) }.map_err(|failure| {
+            LaunchError::CompilationError(CompilationError {
+                kernel: kernel.name().to_string(),
+                log: format!(
+                    "the driver can't load the compiled module: {}",
+                    driver::describe(failure.error)
+                ),
+                backtrace: BackTrace::capture(),
+            })
+        })?;
         let entry = CString::new(kernel.entry())
             .map_err(|_| LaunchError::unknown("the entry point contains a NUL byte"))?;
-        let mut function: CUfunction = std::ptr::null_mut();
-        // SAFETY: `module` was just loaded; `entry` is a valid C string.
-        let found = unsafe { sys::cuModuleGetFunction(&mut function, module, entry.as_ptr()) };
-        if found != sys::CUresult::CUDA_SUCCESS {
-            // SAFETY: unloads the module loaded above.
-            unsafe { sys::cuModuleUnload(module) };
+        // SAFETY: `module` was just loaded.
+        let Ok(function) = (unsafe { driver::module::function(module, &entry) }) else {
+            // SAFETY: unloads the module loaded above, which nothing uses.
+            let _ = unsafe { driver::module::unload(module) };
             return Err(LaunchError::CompilationError(CompilationError {
                 kernel: kernel.name().to_string(),
                 log: format!(
@@ -340,7 +270,7 @@ impl Compiler {
                 ),
                 backtrace: BackTrace::capture(),
             }));
-        }
+        };
         let shared = kernel.shared_memory_bytes();
         if shared > 0 {
             set_dynamic_shared(function, shared)?;
@@ -356,22 +286,15 @@ impl Compiler {
 
 fn set_dynamic_shared(function: CUfunction, bytes: usize) -> Result<(), LaunchError> {
     // SAFETY: `function` is a loaded function.
-    unsafe {
-        sys::cuFuncSetAttribute(
-            function,
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
-        )
-    }
-    .during("cuFuncSetAttribute")
-    .map_err(driver_launch_error)
+    unsafe { driver::module::set_max_dynamic_shared(function, bytes as i32) }
+        .map_err(driver_launch_error)
 }
 
 fn driver_launch_error(failure: DriverFailure) -> LaunchError {
     LaunchError::unknown(format!(
         "{} failed: {}",
         failure.operation,
-        crate::driver::describe(failure.error)
+        driver::describe(failure.error)
     ))
 }
 
@@ -382,7 +305,7 @@ impl Drop for Compiler {
         }
         for loaded in self.loaded.values().flatten().flatten() {
             // SAFETY: each module was loaded once by this compiler and is unloaded once.
-            unsafe { sys::cuModuleUnload(loaded.module) };
+            let _ = unsafe { driver::module::unload(loaded.module) };
         }
     }
 }

@@ -10,7 +10,7 @@
 //! and every later operation of the server reports it.
 
 use crate::context::CudaContext;
-use crate::driver::{Context as _, DriverFailure};
+use crate::driver::{self, DriverFailure};
 use crate::status::StatusBlock;
 use crate::streams::EventPool;
 use cubert_runtime::future::OneshotSender;
@@ -18,7 +18,7 @@ use cubert_runtime::profile::ProfileTicks;
 use cubert_runtime::server::StreamErrors;
 use cubert_runtime::spin::{recv_spinning, spinning_helps};
 use cubert_runtime::{Bytes, ProfileError, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUevent};
+use cudarc::driver::sys::CUevent;
 use std::any::Any;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -219,15 +219,14 @@ fn wait_for(event: CUevent) -> Result<(), DriverFailure> {
         let start = Instant::now();
         while start.elapsed() < POLL {
             // SAFETY: the event was recorded on a stream of this context.
-            match unsafe { sys::cuEventQuery(event) } {
-                sys::CUresult::CUDA_SUCCESS => return Ok(()),
-                sys::CUresult::CUDA_ERROR_NOT_READY => std::hint::spin_loop(),
-                error => return error.during("cuEventQuery"),
+            if unsafe { driver::event::query(event) }? {
+                return Ok(());
             }
+            std::hint::spin_loop();
         }
     }
     // SAFETY: the event was recorded on a stream of this context.
-    unsafe { sys::cuEventSynchronize(event) }.during("cuEventSynchronize")
+    unsafe { driver::event::synchronize(event) }
 }
 
 fn run(
@@ -262,15 +261,13 @@ fn run(
                     .health()
                     .map_err(|error| ProfileError::Server(Box::new(error)))
                     .and_then(|()| {
-                        let mut milliseconds = 0f32;
                         // SAFETY: both events are timing events recorded on the same stream,
                         // the end one complete.
-                        unsafe { sys::cuEventElapsedTime_v2(&mut milliseconds, start, job.event) }
-                            .during("cuEventElapsedTime")
+                        let milliseconds = unsafe { driver::event::elapsed_ms(start, job.event) }
                             .map_err(|failure| ProfileError::Unknown {
-                                reason: crate::driver::describe(failure.error),
-                                backtrace: cubert_runtime::backtrace::BackTrace::capture(),
-                            })?;
+                            reason: driver::describe(failure.error),
+                            backtrace: cubert_runtime::backtrace::BackTrace::capture(),
+                        })?;
                         let elapsed =
                             Duration::from_secs_f64(f64::from(milliseconds.max(0.0)) / 1e3);
                         Ok(ProfileTicks::from_duration(started, elapsed))

@@ -14,9 +14,9 @@
 //! belong to the server (a client thread asking for pinned staging) use
 //! [`CudaContext::scoped`], which restores the thread's previous context afterwards.
 
-use crate::driver::{Context as _, DriverFailure, driver_status};
+use crate::driver::{self, DriverFailure, driver_status};
 use cubert_runtime::ServerError;
-use cudarc::driver::sys::{self, CUcontext, CUdevice};
+use cudarc::driver::sys::{CUcontext, CUdevice};
 use std::sync::Arc;
 
 /// A CUDA context on one device. See the module docs.
@@ -50,20 +50,15 @@ impl CudaContext {
         if !status.is_available() {
             return Err(ServerError::generic(status.describe()));
         }
-        let device = cudarc::driver::result::device::get(ordinal as i32)
-            .during("cuDeviceGet")
-            .map_err(|failure| {
-                ServerError::generic(format!(
-                    "there is no CUDA device {ordinal} ({}): {}",
-                    status.describe(),
-                    crate::driver::describe(failure.error)
-                ))
-            })?;
-        let mut context: CUcontext = std::ptr::null_mut();
-        // SAFETY: `device` is a valid device handle and `context` a valid out pointer; the
-        // retain is balanced by the release in `drop`.
-        unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) }
-            .during("cuDevicePrimaryCtxRetain")?;
+        let device = driver::device::get(ordinal).map_err(|failure| {
+            ServerError::generic(format!(
+                "there is no CUDA device {ordinal} ({}): {}",
+                status.describe(),
+                driver::describe(failure.error)
+            ))
+        })?;
+        // The retain is balanced by the release in `drop`.
+        let context = driver::context::primary_retain(device)?;
         Ok(Arc::new(Self {
             context,
             device,
@@ -91,14 +86,11 @@ impl CudaContext {
     /// # Errors
     /// The driver's error.
     pub fn bind(&self) -> Result<(), DriverFailure> {
-        let mut current: CUcontext = std::ptr::null_mut();
-        // SAFETY: `current` is a valid out pointer.
-        unsafe { sys::cuCtxGetCurrent(&mut current) }.during("cuCtxGetCurrent")?;
-        if current == self.context {
+        if driver::context::current()? == self.context {
             return Ok(());
         }
         // SAFETY: the context is alive (owned by self).
-        unsafe { sys::cuCtxSetCurrent(self.context) }.during("cuCtxSetCurrent")
+        unsafe { driver::context::set_current(self.context) }
     }
 
     /// Makes this context current until the guard drops, then restores the thread's
@@ -108,7 +100,7 @@ impl CudaContext {
     /// The driver's error.
     pub fn scoped(&self) -> Result<ScopedContext<'_>, DriverFailure> {
         // SAFETY: the context is alive (owned by self).
-        unsafe { sys::cuCtxPushCurrent_v2(self.context) }.during("cuCtxPushCurrent")?;
+        unsafe { driver::context::push_current(self.context) }?;
         Ok(ScopedContext { _context: self })
     }
 }
@@ -120,9 +112,8 @@ pub struct ScopedContext<'a> {
 
 impl Drop for ScopedContext<'_> {
     fn drop(&mut self) {
-        let mut popped: CUcontext = std::ptr::null_mut();
-        // SAFETY: pops the context pushed by `scoped`.
-        let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        // Pops the context pushed by `scoped`.
+        let _ = driver::context::pop_current();
     }
 }
 
@@ -131,6 +122,6 @@ impl Drop for CudaContext {
         // SAFETY: balances the retain of `new`, once; every object this server created in
         // the context (streams, memory, modules) was dropped before it. The context itself
         // lives on while other servers (or NCCL) hold it.
-        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+        let _ = unsafe { driver::context::primary_release(self.device) };
     }
 }

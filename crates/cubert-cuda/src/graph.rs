@@ -6,12 +6,12 @@
 //! out-of-bounds accesses in the graph's own status slots, checked after every replay.
 
 use crate::completion::{Check, Job, Reply};
-use crate::driver::Context as _;
+use crate::driver;
 use crate::server::CudaServer;
 use crate::status::StatusBlock;
 use cubert_runtime::server::CapturedGraph;
 use cubert_runtime::{Binding, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUgraph, CUgraphExec};
+use cudarc::driver::sys::{CUgraph, CUgraphExec};
 use std::sync::{Arc, Mutex};
 
 /// A capture in progress.
@@ -58,13 +58,7 @@ impl CudaServer {
         self.next_graph += 1;
         let status_stream = StreamId::new(u64::MAX - self.next_graph);
         // SAFETY: a live stream of this context, not capturing.
-        unsafe {
-            sys::cuStreamBeginCapture_v2(
-                raw,
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
-            )
-        }
-        .during("cuStreamBeginCapture")?;
+        unsafe { driver::graph::begin_capture(raw) }?;
         self.streams.set_capturing(stream, true);
         self.capture = Some(Capture {
             stream,
@@ -90,22 +84,17 @@ impl CudaServer {
             }
         };
         let raw = self.streams.raw(stream)?;
-        let mut graph: CUgraph = std::ptr::null_mut();
-        // SAFETY: ends the capture begun on this stream.
-        let ended =
-            unsafe { sys::cuStreamEndCapture(raw, &mut graph) }.during("cuStreamEndCapture");
+        // SAFETY: ends the capture begun on this stream, a live stream of this context.
+        let ended = unsafe { driver::graph::end_capture(raw) };
         self.streams.set_capturing(stream, false);
-        ended?;
+        let graph: CUgraph = ended?;
         // SAFETY: `graph` was just produced by the capture.
-        let exec = unsafe {
-            cudarc::driver::result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0))
-        }
-        .during("cuGraphInstantiate");
+        let exec = unsafe { driver::graph::instantiate(graph) };
         let exec = match exec {
             Ok(exec) => exec,
             Err(failure) => {
-                // SAFETY: destroys the graph created above.
-                unsafe { sys::cuGraphDestroy(graph) };
+                // SAFETY: destroys the graph created above, once.
+                let _ = unsafe { driver::graph::destroy(graph) };
                 return Err(failure.into());
             }
         };
@@ -138,7 +127,7 @@ impl CudaServer {
             None => return Err(ServerError::generic(format!("there is no graph {id}"))),
         };
         // SAFETY: a live executable graph of this context and a live stream.
-        unsafe { sys::cuGraphLaunch(exec, raw) }.during("cuGraphLaunch")?;
+        unsafe { driver::graph::launch(exec, raw) }?;
         self.streams.bump(stream);
         if let Some(status) = status {
             let event = self.streams.record(stream)?;
@@ -165,8 +154,8 @@ impl CudaServer {
         // SAFETY: the graph and its executable were created by `finish_capture` and are
         // destroyed once; the stream-ordered work using them is finished by the sync above.
         unsafe {
-            sys::cuGraphExecDestroy(graph.exec);
-            sys::cuGraphDestroy(graph.graph);
+            let _ = driver::graph::destroy_exec(graph.exec);
+            let _ = driver::graph::destroy(graph.graph);
         }
         // The graph's status block is complete (synchronized above): it may go back to its
         // pool once its last pending check is done with it.

@@ -6,7 +6,7 @@
 //! Nothing is allocated on the way unless the kernel takes tensor maps.
 //! A dynamic cube count is read back from its buffer (this waits for the stream).
 
-use crate::driver::Context as _;
+use crate::driver;
 use crate::kernel::{CudaKernel, KernelArgs};
 use crate::server::CudaServer;
 use crate::tma::encode_tensor_map;
@@ -15,7 +15,7 @@ use cubert_runtime::{
     CubeCount, ExecutionMode, KernelArguments, KernelMetadata, LaunchError, ResourceLimitError,
     ServerError, StreamId,
 };
-use cudarc::driver::sys::{self, CUtensorMap};
+use cudarc::driver::sys::CUtensorMap;
 use std::ffi::c_void;
 
 impl CudaServer {
@@ -37,8 +37,7 @@ impl CudaServer {
         let mut words = [0u32; 3];
         // SAFETY: the resource holds at least 12 bytes; the stream is idle, so the copy
         // reads the final values.
-        unsafe { sys::cuMemcpyDtoH_v2(words.as_mut_ptr().cast(), resource.ptr, 12) }
-            .during("cuMemcpyDtoH")?;
+        unsafe { driver::copy::dtoh(words.as_mut_ptr().cast(), resource.ptr, 12) }?;
         let max = self.utilities.properties.hardware.max_cube_count;
         let (x, y, z) = (words[0], words[1], words[2]);
         if x > max.0 || y > max.1 || z > max.2 {
@@ -132,21 +131,15 @@ impl CudaServer {
         // block (and the tensor maps) matching the kernel ABI, alive for the call (the
         // driver copies them); every buffer address was resolved from a live binding.
         unsafe {
-            sys::cuLaunchKernel(
+            driver::module::launch(
                 function,
-                grid.0,
-                grid.1,
-                grid.2,
-                dim.x,
-                dim.y,
-                dim.z,
+                grid,
+                (dim.x, dim.y, dim.z),
                 kernel.shared_memory_bytes() as u32,
                 raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
+                params,
             )
         }
-        .during("cuLaunchKernel")
         .map_err(|failure| {
             if failure.is_sticky() {
                 failure.into_server_error()
@@ -154,7 +147,7 @@ impl CudaServer {
                 LaunchError::unknown(format!(
                     "launching `{}` failed: {}",
                     kernel.name(),
-                    crate::driver::describe(failure.error)
+                    driver::describe(failure.error)
                 ))
                 .into()
             }

@@ -11,20 +11,17 @@
 //! The collective element types map to NCCL's; `Sum` is `ncclSum` and `Mean` is `ncclAvg`
 //! (for integers NCCL sums in the element type, then divides rounding toward zero).
 
+use crate::driver;
 use cubert_runtime::server::ReduceOperation;
 use cubert_runtime::{ElemType, ServerError};
 use cudarc::nccl::sys::{self, ncclDataType_t, ncclRedOp_t, ncclResult_t};
-use std::ffi::CStr;
 use std::sync::OnceLock;
 
 /// The NCCL version (`major.minor.patch`), or why NCCL can't be used.
 pub fn nccl_status() -> &'static Result<String, String> {
     static STATUS: OnceLock<Result<String, String>> = OnceLock::new();
     STATUS.get_or_init(|| {
-        // SAFETY: only probes whether one of the library names can be opened.
-        let present =
-            std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
-        if !present {
+        if !driver::nccl::is_present() {
             return Err(
                 "NCCL was not found: cubert loads it as libnccl.so (or libnccl.so.13, .12, ...) \
                  from the library path. If your NCCL only has libnccl.so.2 (pip's nvidia-nccl \
@@ -32,7 +29,7 @@ pub fn nccl_status() -> &'static Result<String, String> {
                     .into(),
             );
         }
-        let version = std::panic::catch_unwind(cudarc::nccl::result::get_nccl_version);
+        let version = std::panic::catch_unwind(driver::nccl::version);
         match version {
             Ok(Ok(code)) => Ok(format!(
                 "{}.{}.{}",
@@ -40,7 +37,7 @@ pub fn nccl_status() -> &'static Result<String, String> {
                 (code % 10_000) / 100,
                 code % 100
             )),
-            Ok(Err(error)) => Err(format!("ncclGetVersion failed: {:?}", error.0)),
+            Ok(Err(failure)) => Err(format!("ncclGetVersion failed: {:?}", failure.result)),
             Err(_) => Err("the NCCL library lacks ncclGetVersion (too old?)".into()),
         }
     })
@@ -92,14 +89,7 @@ pub fn reduce_op(op: ReduceOperation) -> ncclRedOp_t {
 
 /// NCCL's description of `result`.
 pub fn describe(result: ncclResult_t) -> String {
-    // SAFETY: NCCL returns a pointer to a static, NUL-terminated string (or null).
-    let text = unsafe { sys::ncclGetErrorString(result) };
-    if text.is_null() {
-        return format!("{result:?}");
-    }
-    // SAFETY: non-null, NUL-terminated, static (see above).
-    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-    format!("{result:?} ({text})")
+    driver::nccl::describe(result)
 }
 
 /// `Ok` for success (and "in progress", which blocking communicators never return), else an
@@ -110,9 +100,8 @@ pub fn describe(result: ncclResult_t) -> String {
 pub fn check(result: ncclResult_t, operation: &str) -> Result<(), ServerError> {
     match result {
         ncclResult_t::ncclSuccess | ncclResult_t::ncclInProgress => Ok(()),
-        failure => Err(ServerError::generic(format!(
-            "{operation} failed: {} (NCCL_DEBUG=WARN says more)",
-            describe(failure)
+        failure => Err(ServerError::generic(driver::nccl::failure_message(
+            operation, failure,
         ))),
     }
 }
@@ -123,8 +112,9 @@ pub fn check(result: ncclResult_t, operation: &str) -> Result<(), ServerError> {
 /// NCCL's error.
 pub fn unique_id() -> Result<Vec<u8>, ServerError> {
     require()?;
-    let id = cudarc::nccl::result::get_uniqueid()
-        .map_err(|error| ServerError::generic(format!("ncclGetUniqueId: {}", describe(error.0))))?;
+    let id = driver::nccl::unique_id().map_err(|failure| {
+        ServerError::generic(format!("ncclGetUniqueId: {}", describe(failure.result)))
+    })?;
     Ok(id.internal.iter().map(|c| *c as u8).collect())
 }
 

@@ -21,13 +21,13 @@
 
 use crate::context::CudaContext;
 use crate::device::CudaInfo;
-use crate::driver::Context as _;
+use crate::driver;
 use crate::server::CudaServer;
 use crate::streams::EventPool;
 use crate::transfer::{CopyShape, classify};
 use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::{Binding, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUDA_MEMCPY3D_PEER, CUdeviceptr, CUevent, CUmemorytype};
+use cudarc::driver::sys::{CUDA_MEMCPY3D_PEER, CUdeviceptr, CUevent, CUmemorytype};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -93,14 +93,11 @@ fn can_access_peer(from: u32, to: u32) -> bool {
     let answers = ANSWERS.get_or_init(|| Mutex::new(HashMap::new()));
     let mut answers = answers.lock().unwrap_or_else(PoisonError::into_inner);
     *answers.entry((from, to)).or_insert_with(|| {
-        let device = |ordinal: u32| cudarc::driver::result::device::get(ordinal as i32).ok();
+        let device = |ordinal: u32| driver::device::get(ordinal).ok();
         let (Some(a), Some(b)) = (device(to), device(from)) else {
             return false;
         };
-        let mut can = 0;
-        // SAFETY: valid out pointer and device handles.
-        let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) };
-        asked == sys::CUresult::CUDA_SUCCESS && can == 1
+        driver::device::can_access_peer(a, b).unwrap_or(false)
     })
 }
 
@@ -123,10 +120,8 @@ fn enable_peer_access(accessing: &CudaContext, peer: &CudaContext) -> Result<(),
         return Ok(());
     }
     // SAFETY: `accessing` is current (the caller bound it); `peer` is a live context.
-    let result = unsafe { sys::cuCtxEnablePeerAccess(peer.raw(), 0) };
-    if result != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-        result.during("cuCtxEnablePeerAccess")?;
-    }
+    // Access already enabled (by NCCL, say) counts as success.
+    unsafe { driver::context::enable_peer_access(peer.raw()) }?;
     enabled.insert(key);
     Ok(())
 }
@@ -188,8 +183,7 @@ impl CudaServer {
         if let Some(ready) = source.ready.take() {
             // SAFETY: live stream of this context and live event of the source context
             // (a stream may wait on another context's event); the wait is captured now.
-            let waited =
-                unsafe { sys::cuStreamWaitEvent(raw, ready, 0) }.during("cuStreamWaitEvent");
+            let waited = unsafe { driver::stream::wait_event(raw, ready) };
             source.events.give_back(ready);
             waited?;
         }
@@ -205,7 +199,7 @@ impl CudaServer {
                 // contexts (validated descriptor, resolved target); the source stays
                 // allocated until step 3 orders its stream after this copy.
                 unsafe {
-                    sys::cuMemcpyPeerAsync(
+                    driver::copy::peer_async(
                         dst.ptr,
                         self.context.raw(),
                         source.ptr,
@@ -213,8 +207,7 @@ impl CudaServer {
                         bytes,
                         raw,
                     )
-                }
-                .during("cuMemcpyPeerAsync")?;
+                }?;
             }
             Layout::Pitched {
                 width,
@@ -255,7 +248,7 @@ impl CudaServer {
                 };
                 // SAFETY: the descriptor was validated against the source binding (rows of
                 // `width` bytes `pitch` apart); the target holds width * height bytes.
-                unsafe { sys::cuMemcpy3DPeerAsync(&copy, raw) }.during("cuMemcpy3DPeerAsync")?;
+                unsafe { driver::copy::copy_3d_peer_async(&copy, raw) }?;
             }
         }
         self.streams.bump(stream);
@@ -275,8 +268,7 @@ impl CudaServer {
             };
             // SAFETY: live stream of this context and live event of the destination's
             // (cross-context waits are allowed); captured now, so the event can go back.
-            let waited =
-                unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent");
+            let waited = unsafe { driver::stream::wait_event(raw, done) };
             receipt.events.give_back(done);
             self.streams.bump(stream);
             waited.map_err(Into::into)

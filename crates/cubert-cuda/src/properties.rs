@@ -1,19 +1,17 @@
 //! Device properties read from the CUDA driver's device attributes.
 
-use crate::driver::{Context as _, DriverFailure};
+use crate::driver::{DriverFailure, device};
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::properties::{
     DeviceProperties, Features, HardwareProperties, MemoryDeviceProperties, TimingMethod,
 };
-use cudarc::driver::result::device;
 use cudarc::driver::sys::{CUdevice, CUdevice_attribute as Attr};
 
 /// Alignment of every device allocation the runtime makes, in bytes.
 pub const DEVICE_ALIGNMENT: u64 = 256;
 
 fn attribute(dev: CUdevice, attr: Attr) -> Result<u32, DriverFailure> {
-    // SAFETY: `dev` is a device handle from `cuDeviceGet`.
-    let value = unsafe { device::get_attribute(dev, attr) }.during("cuDeviceGetAttribute")?;
+    let value = device::attribute(dev, attr)?;
     Ok(value.max(0) as u32)
 }
 
@@ -31,9 +29,8 @@ pub struct CudaDeviceInfo {
 /// # Errors
 /// The driver's error.
 pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
-    let name = device::get_name(dev).during("cuDeviceGetName")?;
-    // SAFETY: `dev` is a device handle from `cuDeviceGet`.
-    let total = unsafe { device::total_mem(dev) }.during("cuDeviceTotalMem")? as u64;
+    let name = device::name(dev)?;
+    let total = device::total_memory(dev)? as u64;
     let major = attribute(dev, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = attribute(dev, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
     let sms = attribute(dev, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;

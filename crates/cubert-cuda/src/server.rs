@@ -14,7 +14,7 @@ use crate::compiler::{Compiler, default_cache_dir};
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
-use crate::driver::{Context as _, driver_status};
+use crate::driver::{self, driver_status};
 use crate::graph::{Capture, GraphExec};
 use crate::kernel::CudaKernel;
 use crate::properties::read_properties;
@@ -42,7 +42,7 @@ use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     ProfileError, ServerError, StreamId,
 };
-use cudarc::driver::sys::{self, CUevent};
+use cudarc::driver::sys::CUevent;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -504,7 +504,7 @@ impl ComputeServer for CudaServer {
         let raw = self.streams.raw(stream)?;
         let event = self.timing_events.take()?;
         // SAFETY: live timing event and stream of this context.
-        unsafe { sys::cuEventRecord(event, raw) }.during("cuEventRecord")?;
+        unsafe { driver::event::record(event, raw) }?;
         self.next_token += 1;
         self.profiles
             .insert(self.next_token, (event, Instant::now()));
@@ -535,9 +535,7 @@ impl ComputeServer for CudaServer {
             .take()
             .map_err(|f| to_profile_error(f.into()))?;
         // SAFETY: live timing event and stream of this context.
-        unsafe { sys::cuEventRecord(end, raw) }
-            .during("cuEventRecord")
-            .map_err(|f| to_profile_error(f.into()))?;
+        unsafe { driver::event::record(end, raw) }.map_err(|f| to_profile_error(f.into()))?;
         let (sender, receiver) = oneshot();
         self.completion
             .submit(Job {

@@ -11,7 +11,7 @@
 //! `reserve_staging` never waits for queued kernels.
 
 use crate::context::CudaContext;
-use crate::driver::Context as _;
+use crate::driver;
 use cubert_runtime::IoError;
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::bytes::{AllocationController, AllocationProperty, Bytes};
@@ -111,15 +111,13 @@ impl PinnedPool {
         let _scope = self
             .context
             .scoped()
-            .map_err(|failure| out_of_memory(crate::driver::describe(failure.error)))?;
-        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
-        // SAFETY: valid out pointer; the context is current for this scope.
-        unsafe { sys::cuMemHostAlloc(&mut ptr, size, sys::CU_MEMHOSTALLOC_PORTABLE) }
-            .during("cuMemHostAlloc")
-            .map_err(|failure| {
+            .map_err(|failure| out_of_memory(driver::describe(failure.error)))?;
+        // The context is current for this scope.
+        let ptr =
+            driver::memory::host_alloc(size, sys::CU_MEMHOSTALLOC_PORTABLE).map_err(|failure| {
                 out_of_memory(format!(
                     "pinned host memory: {}",
-                    crate::driver::describe(failure.error)
+                    driver::describe(failure.error)
                 ))
             })?;
         self.state().allocated += size;
@@ -144,7 +142,7 @@ impl PinnedPool {
     fn release(&self, block: Block) {
         if let Ok(_scope) = self.context.scoped() {
             // SAFETY: the block came from cuMemHostAlloc and is freed once.
-            unsafe { sys::cuMemFreeHost(block.ptr.cast()) };
+            let _ = unsafe { driver::memory::host_free(block.ptr.cast()) };
         }
     }
 

@@ -13,7 +13,7 @@
 //! is never reused while a kernel may still write it.
 
 use crate::context::CudaContext;
-use crate::driver::{Context as _, DriverFailure};
+use crate::driver::{self, DriverFailure};
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::{ServerError, StreamId};
 use cudarc::driver::sys::{self, CUdeviceptr};
@@ -137,22 +137,15 @@ impl BlockPool {
             Some(entry) => entry,
             None => {
                 let _scope = self.context.scoped()?;
-                let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
-                // SAFETY: valid out pointer; the context is current for this scope.
-                unsafe {
-                    sys::cuMemHostAlloc(
-                        &mut host,
-                        SLOTS * 4,
-                        sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
-                    )
-                }
-                .during("cuMemHostAlloc")?;
+                // The context is current for this scope.
+                let host = driver::memory::host_alloc(
+                    SLOTS * 4,
+                    sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+                )?;
                 // SAFETY: `host` holds SLOTS * 4 bytes; zero them before any kernel sees them.
                 unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, SLOTS * 4) };
-                let mut device: CUdeviceptr = 0;
-                // SAFETY: `host` is a mapped pinned allocation of this context.
-                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }
-                    .during("cuMemHostGetDevicePointer")?;
+                // `host` is a mapped pinned allocation of this context.
+                let device = driver::memory::host_device_pointer(host)?;
                 self.all
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -182,7 +175,7 @@ impl Drop for BlockPool {
         {
             // SAFETY: each allocation came from cuMemHostAlloc and is freed once, after every
             // block using it is gone (blocks hold the pool).
-            unsafe { sys::cuMemFreeHost(host as *mut std::ffi::c_void) };
+            let _ = unsafe { driver::memory::host_free(host as *mut std::ffi::c_void) };
         }
     }
 }
@@ -218,10 +211,7 @@ impl StatusBlocks {
         }
         match self.current.get_mut(&stream) {
             Some(block) => Ok(block.slot(kernel)),
-            None => Err(DriverFailure {
-                operation: "status block",
-                error: cudarc::driver::result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
-            }),
+            None => Err(DriverFailure::invalid_value("status block")),
         }
     }
 

@@ -10,7 +10,7 @@
 //! mapped 2 MiB pages, so fragmentation can't strand physical memory.
 
 use crate::context::CudaContext;
-use crate::driver::Context as _;
+use crate::driver;
 use cubert_runtime::IoError;
 use cubert_runtime::storage::{ComputeStorage, PageId, PageMapper, StorageHandle, StorageId};
 use cudarc::driver::sys::{self, CUdeviceptr};
@@ -69,24 +69,17 @@ impl CudaStorage {
     fn granularity(&mut self) -> Option<u64> {
         if self.granularity.is_none() {
             let prop = self.properties();
-            let mut granularity = 0usize;
             self.context.bind().ok()?;
-            // SAFETY: valid out pointer and property struct.
-            let status = unsafe {
-                sys::cuMemGetAllocationGranularity(
-                    &mut granularity,
-                    &prop,
-                    sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-                )
-            };
-            if status == sys::CUresult::CUDA_SUCCESS && granularity > 0 {
+            if let Ok(granularity) = driver::memory::allocation_granularity(&prop)
+                && granularity > 0
+            {
                 self.granularity = Some(granularity as u64);
             }
         }
         self.granularity
     }
 
-    fn failed(&self, failure: crate::driver::DriverFailure, size: u64) -> IoError {
+    fn failed(&self, failure: driver::DriverFailure, size: u64) -> IoError {
         failure.into_io_error(size)
     }
 }
@@ -107,11 +100,7 @@ impl ComputeStorage for CudaStorage {
             max: usize::MAX as u64,
             backtrace: cubert_runtime::backtrace::BackTrace::capture(),
         })?;
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: valid out pointer; the context is current.
-        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
-            .during("cuMemAlloc")
-            .map_err(|failure| failure.into_io_error(size))?;
+        let ptr = driver::memory::alloc(bytes).map_err(|failure| failure.into_io_error(size))?;
         self.next_id += 1;
         let id = StorageId(self.next_id);
         self.allocations.insert(id, (ptr, size));
@@ -124,7 +113,7 @@ impl ComputeStorage for CudaStorage {
         {
             // SAFETY: `ptr` came from cuMemAlloc in this context and is freed once; the
             // memory manager frees a segment only when no queued work uses it.
-            unsafe { sys::cuMemFree_v2(ptr) };
+            let _ = unsafe { driver::memory::free(ptr) };
         }
     }
 
@@ -142,9 +131,7 @@ impl ComputeStorage for CudaStorage {
 
     fn free_memory(&self) -> Option<u64> {
         self.context.bind().ok()?;
-        cudarc::driver::result::mem_get_info()
-            .ok()
-            .map(|(free, _)| free as u64)
+        driver::memory::info().ok().map(|(free, _)| free as u64)
     }
 
     fn pager(&mut self) -> Option<&mut dyn PageMapper> {
@@ -162,10 +149,7 @@ impl PageMapper for CudaStorage {
         self.context
             .bind()
             .map_err(|failure| self.failed(failure, size))?;
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: valid out pointer; no fixed address requested.
-        unsafe { sys::cuMemAddressReserve(&mut ptr, size as usize, 0, 0, 0) }
-            .during("cuMemAddressReserve")
+        let ptr = driver::memory::address_reserve(size as usize)
             .map_err(|failure| self.failed(failure, size))?;
         let id = self.next_id();
         self.ranges.insert(id, (ptr, size));
@@ -177,7 +161,7 @@ impl PageMapper for CudaStorage {
             && self.context.bind().is_ok()
         {
             // SAFETY: the range was reserved by `reserve_range` and is freed once, unmapped.
-            unsafe { sys::cuMemAddressFree(ptr, size as usize) };
+            let _ = unsafe { driver::memory::address_free(ptr, size as usize) };
         }
     }
 
@@ -187,10 +171,8 @@ impl PageMapper for CudaStorage {
             .bind()
             .map_err(|failure| self.failed(failure, size))?;
         let prop = self.properties();
-        let mut handle: sys::CUmemGenericAllocationHandle = 0;
-        // SAFETY: valid out pointer and property struct; `size` is the granularity.
-        unsafe { sys::cuMemCreate(&mut handle, size as usize, &prop, 0) }
-            .during("cuMemCreate")
+        // `size` is the granularity.
+        let handle = driver::memory::create(size as usize, &prop)
             .map_err(|failure| self.failed(failure, size))?;
         self.pages.insert(handle);
         Ok(PageId(handle))
@@ -199,7 +181,7 @@ impl PageMapper for CudaStorage {
     fn release_page(&mut self, page: PageId) {
         if self.pages.remove(&page.0) && self.context.bind().is_ok() {
             // SAFETY: the page was created by `create_page` and is released once, unmapped.
-            unsafe { sys::cuMemRelease(page.0) };
+            let _ = unsafe { driver::memory::release(page.0) };
         }
     }
 
@@ -212,10 +194,9 @@ impl PageMapper for CudaStorage {
         if offset + size > range_size {
             return Err(IoError::invalid("a page mapped past the end of its range"));
         }
-        // SAFETY: the page and the range belong to this context; the page-sized slot at
-        // `offset` is inside the range and unmapped.
-        unsafe { sys::cuMemMap(ptr + offset, size as usize, 0, page.0, 0) }
-            .during("cuMemMap")
+        // The page and the range belong to this context; the page-sized slot at `offset` is
+        // inside the range and unmapped.
+        driver::memory::map(ptr + offset, size as usize, page.0)
             .map_err(|failure| self.failed(failure, size))
     }
 
@@ -233,9 +214,8 @@ impl PageMapper for CudaStorage {
         // One call per mapped page: each page is its own physical allocation.
         let page = self.page_size();
         for offset in (start..start + size).step_by(page as usize) {
-            // SAFETY: the page at `offset` of the range is mapped.
-            unsafe { sys::cuMemSetAccess(ptr + offset, page as usize, &access, 1) }
-                .during("cuMemSetAccess")
+            // The page at `offset` of the range is mapped.
+            driver::memory::set_access(ptr + offset, page as usize, &access)
                 .map_err(|failure| self.failed(failure, size))?;
         }
         Ok(())
@@ -249,7 +229,7 @@ impl PageMapper for CudaStorage {
             for offset in (start..start + size).step_by(page as usize) {
                 // SAFETY: the page at `offset` is mapped and no work uses it (the paged pool
                 // unmaps only blocks whose stream points are complete).
-                unsafe { sys::cuMemUnmap(ptr + offset, page as usize) };
+                let _ = unsafe { driver::memory::unmap(ptr + offset, page as usize) };
             }
         }
     }
@@ -262,7 +242,7 @@ impl Drop for CudaStorage {
         }
         for (ptr, _) in self.allocations.values() {
             // SAFETY: each pointer came from cuMemAlloc in this context and is freed once.
-            unsafe { sys::cuMemFree_v2(*ptr) };
+            let _ = unsafe { driver::memory::free(*ptr) };
         }
         let page = self.page_size() as usize;
         for (ptr, size) in self.ranges.values() {
@@ -270,14 +250,14 @@ impl Drop for CudaStorage {
                 // SAFETY: pages of a range reserved by this storage; unmapping one that is
                 // not mapped fails harmlessly; the context is idle (the server synchronized
                 // it before dropping its fields).
-                unsafe { sys::cuMemUnmap(*ptr + offset as u64, page) };
+                let _ = unsafe { driver::memory::unmap(*ptr + offset as u64, page) };
             }
             // SAFETY: the range was reserved by this storage and is freed once, unmapped.
-            unsafe { sys::cuMemAddressFree(*ptr, *size as usize) };
+            let _ = unsafe { driver::memory::address_free(*ptr, *size as usize) };
         }
         for page in self.pages.drain() {
             // SAFETY: pages created by this storage, unmapped above, released once.
-            unsafe { sys::cuMemRelease(page) };
+            let _ = unsafe { driver::memory::release(page) };
         }
     }
 }

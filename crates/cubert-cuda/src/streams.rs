@@ -12,7 +12,7 @@
 //! on another (`cuStreamWaitEvent`: a device-side wait, the host never blocks).
 
 use crate::context::CudaContext;
-use crate::driver::{Context as _, DriverFailure};
+use crate::driver::{self, DriverFailure};
 use cubert_runtime::StreamId;
 use cubert_runtime::memory::{StreamOrdering, StreamPoint};
 use cudarc::driver::sys::{self, CUevent, CUstream};
@@ -61,7 +61,7 @@ impl EventPool {
         } else {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
-        cudarc::driver::result::event::create(flags).during("cuEventCreate")
+        driver::event::create(flags)
     }
 
     /// Returns an event for reuse.
@@ -76,7 +76,7 @@ impl EventPool {
         let events = std::mem::take(&mut *self.free.lock().unwrap_or_else(PoisonError::into_inner));
         for event in events {
             // SAFETY: each pooled event was created by `take` and is destroyed once.
-            unsafe { sys::cuEventDestroy_v2(event) };
+            let _ = unsafe { driver::event::destroy(event) };
         }
     }
 }
@@ -119,10 +119,7 @@ impl Streams {
         }
         let index = if self.raw.len() < MAX_STREAMS {
             self.context.bind()?;
-            let stream = cudarc::driver::result::stream::create(
-                cudarc::driver::result::stream::StreamKind::NonBlocking,
-            )
-            .during("cuStreamCreate")?;
+            let stream = driver::stream::create_non_blocking()?;
             self.raw.push(RawStream {
                 stream,
                 seq: 0,
@@ -182,7 +179,7 @@ impl Streams {
         let stream = self.raw(id)?;
         let event = self.events.take()?;
         // SAFETY: live event and stream of this context.
-        if let Err(failure) = unsafe { sys::cuEventRecord(event, stream) }.during("cuEventRecord") {
+        if let Err(failure) = unsafe { driver::event::record(event, stream) } {
             self.events.give_back(event);
             return Err(failure);
         }
@@ -203,8 +200,7 @@ impl Streams {
         let waiter_stream = self.raw[w].stream;
         // SAFETY: live stream and event; the wait is captured at call time, so the event can
         // be reused right after.
-        let waited =
-            unsafe { sys::cuStreamWaitEvent(waiter_stream, event, 0) }.during("cuStreamWaitEvent");
+        let waited = unsafe { driver::stream::wait_event(waiter_stream, event) };
         self.events.give_back(event);
         waited
     }
@@ -214,8 +210,8 @@ impl Streams {
         let raw = &mut self.raw[index];
         while let Some((seq, event)) = raw.recorded.front().copied() {
             // SAFETY: a live event recorded on this stream.
-            match unsafe { sys::cuEventQuery(event) } {
-                sys::CUresult::CUDA_SUCCESS => {
+            match unsafe { driver::event::query(event) } {
+                Ok(true) => {
                     raw.completed = raw.completed.max(seq);
                     raw.recorded.pop_front();
                     self.events.give_back(event);
@@ -252,8 +248,7 @@ impl Streams {
         let mut first = Ok(());
         for raw in self.raw.iter().filter(|raw| !raw.capturing) {
             // SAFETY: a live stream of this context.
-            let result =
-                unsafe { sys::cuStreamSynchronize(raw.stream) }.during("cuStreamSynchronize");
+            let result = unsafe { driver::stream::synchronize(raw.stream) };
             if first.is_ok() {
                 first = result;
             }
@@ -268,7 +263,7 @@ impl Streams {
     pub fn synchronize(&mut self, id: StreamId) -> Result<(), DriverFailure> {
         let stream = self.raw(id)?;
         // SAFETY: a live stream of this context.
-        unsafe { sys::cuStreamSynchronize(stream) }.during("cuStreamSynchronize")?;
+        unsafe { driver::stream::synchronize(stream) }?;
         let index = self.index(id)?;
         let raw = &mut self.raw[index];
         raw.completed = raw.seq;
@@ -316,10 +311,10 @@ impl Drop for Streams {
         for raw in &mut self.raw {
             for (_, event) in raw.recorded.drain(..) {
                 // SAFETY: events recorded by this object, destroyed once.
-                unsafe { sys::cuEventDestroy_v2(event) };
+                let _ = unsafe { driver::event::destroy(event) };
             }
             // SAFETY: streams created by this object, destroyed once.
-            unsafe { sys::cuStreamDestroy_v2(raw.stream) };
+            let _ = unsafe { driver::stream::destroy(raw.stream) };
         }
         self.events.destroy_all();
     }

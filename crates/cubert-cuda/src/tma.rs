@@ -6,6 +6,7 @@
 //! driver checks alignment (16-byte address and strides) and box limits; its refusal is
 //! returned as a launch error naming those rules.
 
+use crate::driver::{self, tensor_map::Tiled};
 use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::{
@@ -13,7 +14,7 @@ use cubert_runtime::kernel::{
     TensorMapSwizzle,
 };
 use cudarc::driver::sys::{
-    self, CUdeviceptr, CUtensorMap, CUtensorMapDataType as DataType, CUtensorMapFloatOOBfill,
+    CUdeviceptr, CUtensorMap, CUtensorMapDataType as DataType, CUtensorMapFloatOOBfill,
     CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle,
 };
 
@@ -91,30 +92,23 @@ pub fn encode_tensor_map(
         OobFill::Zero => CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         OobFill::NaN => CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
     };
-    let mut map = CUtensorMap { opaque: [0; 16] };
-    // SAFETY: every array holds `rank` entries (`strides` rank - 1), as the driver reads.
-    let encoded = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            &mut map,
-            data_type(meta.elem)?,
-            rank as u32,
-            ptr as *mut std::ffi::c_void,
-            dims.as_ptr(),
-            strides.as_ptr(),
-            boxes.as_ptr(),
-            element_strides.as_ptr(),
-            interleave,
-            swizzle,
-            prefetch,
-            oob,
-        )
-    };
-    if encoded != sys::CUresult::CUDA_SUCCESS {
-        return Err(LaunchError::unknown(format!(
+    driver::tensor_map::encode_tiled(&Tiled {
+        data_type: data_type(meta.elem)?,
+        address: ptr,
+        dims: &dims,
+        strides: &strides,
+        boxes: &boxes,
+        element_strides: &element_strides,
+        interleave,
+        swizzle,
+        l2_promotion: prefetch,
+        oob_fill: oob,
+    })
+    .map_err(|failure| {
+        LaunchError::unknown(format!(
             "cuTensorMapEncodeTiled refused the tensor map ({}): the address must be 16-byte \
              aligned, strides multiples of 16 bytes, tile sides at most 256 elements",
-            crate::driver::describe(cudarc::driver::result::DriverError(encoded))
-        )));
-    }
-    Ok(map)
+            driver::describe(failure.error)
+        ))
+    })
 }

@@ -13,11 +13,11 @@
 //! other layouts copy each contiguous run separately.
 
 use crate::completion::Reply;
-use crate::driver::Context as _;
+use crate::driver;
 use crate::server::CudaServer;
 use cubert_runtime::copy::{CopyDescriptor, for_each_run};
 use cubert_runtime::{AllocationProperty, Bytes, IoError, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUDA_MEMCPY2D, CUdeviceptr, CUevent, CUmemorytype, CUstream};
+use cudarc::driver::sys::{CUDA_MEMCPY2D, CUdeviceptr, CUevent, CUmemorytype, CUstream};
 use rayon::prelude::*;
 
 /// Bytes per staging chunk.
@@ -94,9 +94,8 @@ impl CudaServer {
                 // SAFETY: `host` and the device range hold `host.len()` bytes (validated);
                 // the caller keeps `host` alive until the copy completes.
                 unsafe {
-                    sys::cuMemcpyHtoDAsync_v2(device, host.as_ptr().cast(), host.len(), stream)
-                }
-                .during("cuMemcpyHtoDAsync")?;
+                    driver::copy::htod_async(device, host.as_ptr().cast(), host.len(), stream)
+                }?;
             }
             CopyShape::Pitched {
                 width,
@@ -116,7 +115,7 @@ impl CudaServer {
                 };
                 // SAFETY: the descriptor was validated against the device range; `host`
                 // holds width * height bytes and outlives the copy.
-                unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream) }.during("cuMemcpy2DAsync")?;
+                unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
             }
             CopyShape::Runs => {
                 let mut result = Ok(());
@@ -128,14 +127,13 @@ impl CudaServer {
                         if result.is_ok() {
                             // SAFETY: each run lies inside the validated ranges.
                             result = unsafe {
-                                sys::cuMemcpyHtoDAsync_v2(
+                                driver::copy::htod_async(
                                     device + device_offset as u64,
                                     host[host_offset..].as_ptr().cast(),
                                     len,
                                     stream,
                                 )
-                            }
-                            .during("cuMemcpyHtoDAsync");
+                            };
                         }
                     },
                 );
@@ -157,9 +155,8 @@ impl CudaServer {
             CopyShape::Contiguous => {
                 // SAFETY: as in `copy_to_device`, in the other direction.
                 unsafe {
-                    sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), device, host.len(), stream)
-                }
-                .during("cuMemcpyDtoHAsync")?;
+                    driver::copy::dtoh_async(host.as_mut_ptr().cast(), device, host.len(), stream)
+                }?;
             }
             CopyShape::Pitched {
                 width,
@@ -178,7 +175,7 @@ impl CudaServer {
                     ..zeroed_copy()
                 };
                 // SAFETY: as in `copy_to_device`, in the other direction.
-                unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream) }.during("cuMemcpy2DAsync")?;
+                unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
             }
             CopyShape::Runs => {
                 let mut result = Ok(());
@@ -191,14 +188,13 @@ impl CudaServer {
                         if result.is_ok() {
                             // SAFETY: each run lies inside the validated ranges.
                             result = unsafe {
-                                sys::cuMemcpyDtoHAsync_v2(
+                                driver::copy::dtoh_async(
                                     base.add(host_offset).cast(),
                                     device + device_offset as u64,
                                     len,
                                     stream,
                                 )
-                            }
-                            .during("cuMemcpyDtoHAsync");
+                            };
                         }
                     },
                 );
@@ -269,8 +265,7 @@ impl CudaServer {
         if self.ring.slots.is_empty() {
             // No pinned memory at all: the driver stages pageable memory itself.
             // SAFETY: `data` holds the bytes; a pageable source is consumed before return.
-            unsafe { sys::cuMemcpyHtoDAsync_v2(device, data.as_ptr().cast(), data.len(), raw) }
-                .during("cuMemcpyHtoDAsync")?;
+            unsafe { driver::copy::htod_async(device, data.as_ptr().cast(), data.len(), raw) }?;
             return Ok(());
         }
         let slots = self.ring.slots.len();
@@ -280,7 +275,7 @@ impl CudaServer {
             if let Some(event) = self.ring.slots[slot].1.take() {
                 // The DMA of this chunk's previous use must be done before overwriting it.
                 // SAFETY: an event recorded on a stream of this context.
-                let waited = unsafe { sys::cuEventSynchronize(event) }.during("cuEventSynchronize");
+                let waited = unsafe { driver::event::synchronize(event) };
                 self.streams.events().give_back(event);
                 waited?;
             }
@@ -290,9 +285,8 @@ impl CudaServer {
             // SAFETY: the chunk is pinned and holds the piece; the device range was
             // validated; the chunk is not reused before the event below completes.
             unsafe {
-                sys::cuMemcpyHtoDAsync_v2(device + offset, chunk.as_ptr().cast(), piece.len(), raw)
-            }
-            .during("cuMemcpyHtoDAsync")?;
+                driver::copy::htod_async(device + offset, chunk.as_ptr().cast(), piece.len(), raw)
+            }?;
             let event = self.streams.record(stream)?;
             self.ring.slots[slot].1 = Some(event);
         }

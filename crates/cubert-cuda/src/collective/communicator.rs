@@ -15,12 +15,13 @@
 
 use super::launch::CudaCall;
 use crate::device::CUDA_DEVICE_TYPE;
+use crate::driver;
 use crate::nccl;
 use cubert_runtime::distributed::ProcessGroup;
 use cubert_runtime::server::DeviceSet;
 use cubert_runtime::server::local_group::LocalGroup;
 use cubert_runtime::{DeviceId, ServerError};
-use cudarc::nccl::sys::{self, ncclComm_t};
+use cudarc::nccl::sys::ncclComm_t;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -80,13 +81,10 @@ pub fn local(set: &DeviceSet) -> Result<Arc<Communicators>, ServerError> {
         .iter()
         .map(|device| ordinal_of(*device, gpus))
         .collect::<Result<_, _>>()?;
-    let mut comms: Vec<ncclComm_t> = vec![std::ptr::null_mut(); ordinals.len()];
-    let count = i32::try_from(ordinals.len())
+    i32::try_from(ordinals.len())
         .map_err(|_| ServerError::generic("too many devices for one communicator"))?;
-    // SAFETY: `comms` has room for one communicator per device of `ordinals`, both of
-    // `count` entries; NCCL fills `comms` and binds each device's primary context itself.
-    let result = unsafe { sys::ncclCommInitAll(comms.as_mut_ptr(), count, ordinals.as_ptr()) };
-    nccl::check(result, "ncclCommInitAll")?;
+    // NCCL binds each device's primary context itself.
+    let comms: Vec<ncclComm_t> = driver::nccl::comm_init_all(&ordinals)?;
     let entry = Arc::new(Communicators {
         comms: comms.into_iter().map(|comm| Some(Comm(comm))).collect(),
         group: Arc::new(LocalGroup::new(vec![true; set.len()])),
@@ -137,11 +135,9 @@ pub fn process(group: &ProcessGroup) -> Result<Arc<Communicators>, ServerError> 
     let world = i32::try_from(group.world_size())
         .map_err(|_| ServerError::generic("world size too large"))?;
     let rank = i32::try_from(group.rank()).map_err(|_| ServerError::generic("rank too large"))?;
-    let mut comm: ncclComm_t = std::ptr::null_mut();
-    // SAFETY: `comm` is a valid out pointer; the id came from rank 0's ncclGetUniqueId
-    // through the rendezvous; the caller made the rank's device context current.
-    let result = unsafe { sys::ncclCommInitRank(&mut comm, world, id, rank) };
-    nccl::check(result, "ncclCommInitRank")?;
+    // The id came from rank 0's ncclGetUniqueId through the rendezvous; the caller made the
+    // rank's device context current.
+    let comm = driver::nccl::comm_init_rank(world, id, rank)?;
     let ranks = group.world_size() as usize;
     let mut comms = vec![None; ranks];
     let mut local = vec![false; ranks];

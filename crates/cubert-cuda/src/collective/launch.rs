@@ -32,13 +32,13 @@
 
 use super::communicator::Comm;
 use crate::context::CudaContext;
-use crate::driver::Context as _;
+use crate::driver;
 use crate::nccl;
 use crate::streams::EventPool;
 use cubert_runtime::server::local_group::{Call, CallKind, Launcher};
 use cubert_runtime::{Binding, ServerError};
-use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
-use cudarc::nccl::sys::{self as nccl_sys, ncclDataType_t, ncclRedOp_t};
+use cudarc::driver::sys::{CUdeviceptr, CUevent, CUstream};
+use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Orders the launches of every communicator of the process.
@@ -103,8 +103,7 @@ impl CudaCall {
         self.context.bind()?;
         // SAFETY: live stream and event of this context; the wait is captured now, so the
         // event can be reused at once.
-        let waited =
-            unsafe { sys::cuStreamWaitEvent(self.stream, ready, 0) }.during("cuStreamWaitEvent");
+        let waited = unsafe { driver::stream::wait_event(self.stream, ready) };
         self.events.give_back(ready);
         waited.map_err(Into::into)
     }
@@ -114,7 +113,7 @@ impl CudaCall {
         self.context.bind()?;
         let event = self.events.take()?;
         // SAFETY: live event and stream of this context (bound above).
-        let recorded = unsafe { sys::cuEventRecord(event, self.stream) }.during("cuEventRecord");
+        let recorded = unsafe { driver::event::record(event, self.stream) };
         match recorded {
             Ok(()) => {
                 if let Some(old) = self.done.replace(event) {
@@ -148,25 +147,17 @@ impl CudaCall {
         queued.and(recorded)
     }
 
-    fn nccl_stream(&self) -> nccl_sys::cudaStream_t {
-        self.stream.cast()
-    }
-
     /// Queues this call's NCCL operation (inside a group). The buffers are device memory
     /// of this call's device holding `count` elements, kept allocated by `buffers`; the
     /// communicator and stream belong to this device.
     fn enqueue(&self, kind: CallKind, peer: i32) -> Result<(), ServerError> {
-        let (send, recv) = (
-            self.send as *const std::ffi::c_void,
-            self.recv as *mut std::ffi::c_void,
-        );
-        let stream = self.nccl_stream();
+        let (send, recv, stream) = (self.send, self.recv, self.stream);
         let result = match kind {
             // SAFETY: `send` and `recv` hold `count` elements of this device's memory (kept
             // allocated by `buffers`); comm and stream are this
             // device's.
             CallKind::AllReduce { .. } => unsafe {
-                nccl_sys::ncclAllReduce(
+                driver::nccl::all_reduce(
                     send,
                     recv,
                     self.count,
@@ -179,15 +170,16 @@ impl CudaCall {
             // SAFETY: `send` holds `count` elements of this device's memory (kept allocated by
             // `buffers`); comm and stream are this device's.
             CallKind::Send { .. } => unsafe {
-                nccl_sys::ncclSend(send, self.count, self.dtype, peer, self.comm.0, stream)
+                driver::nccl::send(send, self.count, self.dtype, peer, self.comm.0, stream)
             },
             // SAFETY: `recv` holds `count` elements of this device's memory (kept allocated by
             // `buffers`); comm and stream are this device's.
             CallKind::Recv { .. } => unsafe {
-                nccl_sys::ncclRecv(recv, self.count, self.dtype, peer, self.comm.0, stream)
+                driver::nccl::recv(recv, self.count, self.dtype, peer, self.comm.0, stream)
             },
         };
-        nccl::check(result, "an NCCL collective")
+        // Every operation is reported as "an NCCL collective".
+        result.or_else(|failure| nccl::check(failure.result, "an NCCL collective"))
     }
 }
 
@@ -199,11 +191,8 @@ impl NcclLauncher {
         for call in calls.iter_mut() {
             call.payload.wait_for_inputs()?;
         }
-        nccl::check(
-            // SAFETY: opens a group closed below on every path.
-            unsafe { nccl_sys::ncclGroupStart() },
-            "ncclGroupStart",
-        )?;
+        // Opens a group closed below on every path.
+        driver::nccl::group_start()?;
         let mut queued = Ok(());
         for call in calls.iter() {
             if let Err(error) = call.payload.enqueue(call.kind, peer_of(call.kind)) {
@@ -211,8 +200,8 @@ impl NcclLauncher {
                 break;
             }
         }
-        // SAFETY: closes the group opened above.
-        let ended = nccl::check(unsafe { nccl_sys::ncclGroupEnd() }, "ncclGroupEnd");
+        // Closes the group opened above.
+        let ended = driver::nccl::group_end().map_err(ServerError::from);
         queued.and(ended)
     }
 }

@@ -36,7 +36,7 @@
 pub mod communicator;
 pub mod launch;
 
-use crate::driver::Context as _;
+use crate::driver;
 use crate::nccl;
 use crate::server::CudaServer;
 use communicator::Communicators;
@@ -45,7 +45,7 @@ use cubert_runtime::server::local_group::{CallKind, Finished, LocalGroup, Ticket
 use cubert_runtime::server::{DeviceSet, ReduceOperation, check_collective_type};
 use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, Device, DeviceId, ElemType, IoError, ServerError, StreamId};
-use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
+use cudarc::driver::sys::{CUdeviceptr, CUevent, CUstream};
 use launch::{CudaCall, NcclLauncher};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -106,10 +106,7 @@ impl CudaServer {
         if let Some(stream) = self.collectives.stream {
             return Ok(stream);
         }
-        let stream = cudarc::driver::result::stream::create(
-            cudarc::driver::result::stream::StreamKind::NonBlocking,
-        )
-        .during("cuStreamCreate")?;
+        let stream = driver::stream::create_non_blocking()?;
         self.collectives.stream = Some(stream);
         Ok(stream)
     }
@@ -313,7 +310,7 @@ impl CudaServer {
             }
         };
         // SAFETY: live stream and event of this context; the wait is captured now.
-        let waited = unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent");
+        let waited = unsafe { driver::stream::wait_event(raw, done) };
         self.streams.bump(stream);
         match self.collectives.slots.get_mut(&key) {
             Some(slot) => {
@@ -471,7 +468,7 @@ impl CudaServer {
                 continue;
             };
             // SAFETY: live stream and event of this context.
-            unsafe { sys::cuStreamWaitEvent(raw, done, 0) }.during("cuStreamWaitEvent")?;
+            unsafe { driver::stream::wait_event(raw, done) }?;
         }
         self.streams.bump(stream);
         self.shared.take_errors(stream)
@@ -494,8 +491,8 @@ impl CudaServer {
             // SAFETY: the collective stream of this server, synchronized then destroyed
             // once; no queued call refers to it any more (abandoned above).
             unsafe {
-                sys::cuStreamSynchronize(stream);
-                sys::cuStreamDestroy_v2(stream);
+                let _ = driver::stream::synchronize(stream);
+                let _ = driver::stream::destroy(stream);
             }
         }
     }

@@ -1,4 +1,5 @@
-//! The CUDA driver, loaded at run time: is it there, and what its errors mean.
+//! The CUDA driver, loaded at run time: is it there, what its errors mean, and the only
+//! place of this crate that calls it.
 //!
 //! cudarc loads `libcuda` lazily on the first call and panics if the library is missing,
 //! so every entry point of this crate first asks [`driver_status`], which checks for the
@@ -8,12 +9,34 @@
 //! [`DriverFailure`] classifies driver errors: out of memory is a normal `IoError`; a
 //! fault of a kernel (illegal address, trap, ...) makes the context unusable ("sticky"), so
 //! the server becomes unhealthy and the client must be recreated.
+//!
+//! **The raw layer.** Like cudarc's own `result` layer, the submodules hold thin, checked
+//! wrappers over the raw `sys` calls, one file per CUDA concept ([`memory`], [`copy`],
+//! [`stream`], [`event`], [`graph`], [`module`], [`context`], [`device`], [`tensor_map`],
+//! [`nvrtc`], [`nccl`]). Each wrapper makes one call (or the pair that sizes and fills a
+//! buffer) and returns its result with the operation's name: a [`DriverFailure`] for the
+//! driver (`cuMemcpyDtoHAsync failed: ...`), an `NvrtcFailure` or an `NcclFailure` for the
+//! libraries. The rest of the crate calls these wrappers and never `sys` directly. A wrapper is `unsafe` only where the caller must
+//! uphold something the wrapper can't check (a live handle, memory that outlives an
+//! asynchronous copy), as its `# Safety` section says.
 
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::{IoError, ServerError};
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys::{self, CUresult};
 use std::sync::OnceLock;
+
+pub mod context;
+pub mod copy;
+pub mod device;
+pub mod event;
+pub mod graph;
+pub mod memory;
+pub mod module;
+pub mod nccl;
+pub mod nvrtc;
+pub mod stream;
+pub mod tensor_map;
 
 /// Whether CUDA can be used, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,9 +96,7 @@ pub fn driver_status() -> &'static DriverStatus {
                 }
                 return DriverStatus::InitFailed(describe(error));
             }
-            let mut version = 0;
-            // SAFETY: the driver is initialized; `version` is a valid out pointer.
-            let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+            let version = device::driver_version().unwrap_or(0);
             match cudarc::driver::result::device::get_count() {
                 Ok(0) => DriverStatus::NoDevice,
                 Ok(count) => DriverStatus::Available {
@@ -130,6 +151,15 @@ pub struct DriverFailure {
 }
 
 impl DriverFailure {
+    /// A failure of `operation` with the driver's `CUDA_ERROR_INVALID_VALUE`, for arguments
+    /// a wrapper refuses before calling the driver.
+    pub fn invalid_value(operation: &'static str) -> Self {
+        Self {
+            operation,
+            error: DriverError(CUresult::CUDA_ERROR_INVALID_VALUE),
+        }
+    }
+
     /// Whether the context is unusable after this error.
     pub fn is_sticky(&self) -> bool {
         is_sticky(self.error)
@@ -154,7 +184,7 @@ impl DriverFailure {
     /// The error as an I/O error (out of memory keeps its own variant).
     pub fn into_io_error(self, requested: u64) -> IoError {
         if self.error.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-            let (free, _) = cudarc::driver::result::mem_get_info().unwrap_or((0, 0));
+            let (free, _) = memory::info().unwrap_or((0, 0));
             IoError::OutOfMemory {
                 requested,
                 reserved: 0,
