@@ -138,18 +138,11 @@ fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
             continue;
         }
         let rest = rest.to_ascii_lowercase();
-        let (section, key) = match rest.as_str() {
-            // Short form for the most common switch.
-            "backend" => ("runtime", "backend"),
-            _ => match rest.split_once('_') {
-                Some(parts) => parts,
-                None => {
-                    loaded.warnings.push(format!(
-                        "{name}: not a CUBERT_<SECTION>_<KEY> variable; ignored"
-                    ));
-                    continue;
-                }
-            },
+        let Some((section, key)) = setting_of(&rest) else {
+            loaded.warnings.push(format!(
+                "{name}: not a CUBERT_<SECTION>_<KEY> variable; ignored"
+            ));
+            continue;
         };
         let value = parse_env_value(raw);
         if let Err(problem) = loaded.config.apply(section, key, &value) {
@@ -158,6 +151,23 @@ fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
             ));
         }
     }
+}
+
+/// The `(section, key)` a variable name names, without `CUBERT_` and in lower case: a
+/// section of the schema, `_`, then the key (which may hold `_` itself). A first word that
+/// is no section is still split off, so the warning names the unknown section.
+fn setting_of(rest: &str) -> Option<(&str, &str)> {
+    if rest == "backend" {
+        // Short form for the most common switch.
+        return Some(("runtime", "backend"));
+    }
+    CubertConfig::sections()
+        .iter()
+        .find_map(|section| {
+            let key = rest.strip_prefix(section)?.strip_prefix('_')?;
+            Some((*section, key))
+        })
+        .or_else(|| rest.split_once('_'))
 }
 
 /// An environment value as TOML: integers and booleans as such, anything else as a string.
@@ -327,5 +337,25 @@ mod tests {
             "{:?}",
             refused.warnings
         );
+    }
+
+    /// Every key of the schema is reached by its `CUBERT_<SECTION>_<KEY>` variable: a value
+    /// it refuses is reported under that key, one it takes changes the configuration.
+    #[test]
+    fn every_key_has_its_environment_variable() {
+        let root = tempfile::tempdir().unwrap();
+        for (section, key) in CubertConfig::keys() {
+            let name = format!("CUBERT_{section}_{key}").to_ascii_uppercase();
+            let loaded = load_config_from(root.path(), vec![(name.clone(), "x!".to_string())]);
+            match loaded.warnings.as_slice() {
+                [] => assert_ne!(loaded.config, CubertConfig::default(), "{name}"),
+                [warning] => assert!(
+                    warning.contains(&format!("key `{section}.{key}`"))
+                        && !warning.contains("unknown"),
+                    "{warning}"
+                ),
+                warnings => panic!("{name}: {warnings:?}"),
+            }
+        }
     }
 }

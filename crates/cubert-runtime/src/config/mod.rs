@@ -4,6 +4,11 @@
 //! Environment variables override it: `CUBERT_<SECTION>_<KEY>`, for example
 //! `CUBERT_CPU_DEVICES=4` or `CUBERT_PROFILING_LEVEL=basic`.
 //!
+//! Each `[section]` is a struct that serde reads (`schema`), each value goes through the
+//! helper its field names (`values`: sizes with units, ranges, spellings, paths), and one
+//! key is applied at a time (`section`); the environment variable of a key is derived from
+//! the same schema, so the file and the environment accept the same keys and values.
+//!
 //! Configuration never aborts the program. A file that isn't valid TOML, an unknown key or
 //! a value of the wrong kind gives a warning naming the file (or variable) and the key, and
 //! that setting keeps its default; every other setting still applies.
@@ -52,6 +57,8 @@
 
 mod load;
 mod schema;
+mod section;
+pub(crate) mod values;
 
 pub use load::{
     CONFIG_FILE_NAME, LoadedConfig, find_config_file, global_config, load_config, load_config_from,
@@ -60,5 +67,7 @@ pub use load::{
 pub use schema::{
     AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
     CudaConfig, DeviceHandleMode, LogOutput, LoggingConfig, MemoryConfig, ProfileLevel,
-    ProfilingConfig, RuntimeConfig, parse_bytes,
+    ProfilingConfig, RuntimeConfig,
 };
+pub(crate) use section::{ApplyKey, Section, settings};
+pub use values::parse_bytes;

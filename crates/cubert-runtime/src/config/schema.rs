@@ -1,13 +1,16 @@
-//! The settings, their defaults, and how one `section.key = value` is applied.
+//! The settings: one struct per `[section]`, their defaults, and the values each key takes.
 //!
-//! [`CubertConfig::apply`] is the single place a key is understood; the file loader and the
-//! environment loader both go through it, so both accept the same keys and values. Sizes
-//! accept plain integers or strings with a unit (`"2 MiB"`, `"1GiB"`, `"512"`).
+//! serde maps the keys: each section derives `Deserialize` with `deny_unknown_fields`, and
+//! each field names the helper (in `values`) that reads its value and checks its range.
+//! [`CubertConfig::apply`] applies one `section.key = value` through that schema; the file
+//! loader and the environment loader both go through it, so both accept the same keys and
+//! values. `[memory]` is the memory manager's own [`MemoryOptions`].
 
+use super::section::{field_names, settings};
+use super::values::{self, MAX_CPU_THREADS, MAX_MILLISECONDS, MIB};
 use crate::memory::MemoryOptions;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// How a device's work is executed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,13 +23,19 @@ pub enum DeviceHandleMode {
     Inline,
 }
 
-/// `[runtime]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuntimeConfig {
-    /// Threaded or inline device handles.
-    pub device_handle: DeviceHandleMode,
-    /// Default backend (`cpu` or `cuda`).
-    pub backend: String,
+settings! {
+    keys:
+    /// `[runtime]`.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct RuntimeConfig {
+        /// Threaded or inline device handles.
+        #[serde(deserialize_with = "values::choice")]
+        pub device_handle: DeviceHandleMode,
+        /// Default backend (`cpu` or `cuda`).
+        #[serde(deserialize_with = "values::backend")]
+        pub backend: String,
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -38,84 +47,34 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// `[memory]`: pool tunables (see `MemoryOptions`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryConfig {
-    /// Request rounding in bytes.
-    pub rounding: u64,
-    /// Largest request of the small pool.
-    pub small_max_request: u64,
-    /// Small pool segment size.
-    pub small_segment: u64,
-    /// Largest request sharing a mid-size large segment.
-    pub large_mid_request: u64,
-    /// Mid-size large segment size.
-    pub large_mid_segment: u64,
-    /// Rounding of dedicated large segments.
-    pub large_round: u64,
-    /// Smallest remainder split off a large block.
-    pub large_min_split: u64,
-    /// Free segments idle this many milliseconds are released; 0 never releases them.
-    pub idle_release_ms: u64,
-    /// Give cached free segments back before growing (see `MemoryOptions`).
-    pub compact_before_growth: bool,
-    /// Large requests from individually mapped pages where the backend can (CUDA).
-    pub paged: bool,
-}
+/// `[memory]`: the pool options of every device's memory manager. The section is read into
+/// [`MemoryOptions`] itself (its keys are its fields; `idle_release_ms` sets
+/// `idle_release`, 0 meaning never); [`MemoryOptions::options`] gives the options a
+/// manager is built with.
+pub type MemoryConfig = MemoryOptions;
 
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        let options = MemoryOptions::default();
-        Self {
-            rounding: options.rounding,
-            small_max_request: options.small_max_request,
-            small_segment: options.small_segment,
-            large_mid_request: options.large_mid_request,
-            large_mid_segment: options.large_mid_segment,
-            large_round: options.large_round,
-            large_min_split: options.large_min_split,
-            idle_release_ms: options
-                .idle_release
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-            compact_before_growth: options.compact_before_growth,
-            paged: options.paged,
-        }
+settings! {
+    keys:
+    /// `[cpu]`: the CPU backend.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct CpuConfig {
+        /// Number of virtual CPU devices.
+        #[serde(deserialize_with = "values::cpu_devices")]
+        pub devices: u32,
+        /// Worker threads per device; 0 means one per core.
+        #[serde(deserialize_with = "values::number::<_, _, 0, { MAX_CPU_THREADS as u64 }>")]
+        pub threads: u32,
+        /// Memory each device may hold in bytes; 0 means the machine's physical memory.
+        #[serde(deserialize_with = "values::limit", serialize_with = "values::write_limit")]
+        pub memory_limit: u64,
+        /// Shared memory per cube in bytes.
+        #[serde(deserialize_with = "values::size::<_, 0, { 64 * MIB }>")]
+        pub max_shared_memory: u64,
+        /// Row alignment in bytes of optimized (pitched) tensors; 1 keeps them dense.
+        #[serde(deserialize_with = "values::size::<_, 1, MIB>")]
+        pub pitch_alignment: u64,
     }
-}
-
-impl MemoryConfig {
-    /// The pool options these settings describe.
-    pub fn options(&self) -> MemoryOptions {
-        MemoryOptions {
-            rounding: self.rounding.max(1),
-            small_max_request: self.small_max_request,
-            small_segment: self.small_segment.max(self.small_max_request),
-            large_mid_request: self.large_mid_request,
-            large_mid_segment: self.large_mid_segment.max(self.large_mid_request),
-            large_round: self.large_round.max(1),
-            large_min_split: self.large_min_split.max(1),
-            idle_release: (self.idle_release_ms > 0)
-                .then(|| Duration::from_millis(self.idle_release_ms)),
-            compact_before_growth: self.compact_before_growth,
-            paged: self.paged,
-        }
-    }
-}
-
-/// `[cpu]`: the CPU backend.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuConfig {
-    /// Number of virtual CPU devices.
-    pub devices: u32,
-    /// Worker threads per device; 0 means one per core.
-    pub threads: u32,
-    /// Memory each device may hold in bytes; 0 means the machine's physical memory.
-    pub memory_limit: u64,
-    /// Shared memory per cube in bytes.
-    pub max_shared_memory: u64,
-    /// Row alignment in bytes of optimized (pitched) tensors; 1 keeps them dense.
-    pub pitch_alignment: u64,
 }
 
 impl Default for CpuConfig {
@@ -130,21 +89,30 @@ impl Default for CpuConfig {
     }
 }
 
-/// `[cuda]`: the CUDA backend.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CudaConfig {
-    /// Device memory each client may hold in bytes; 0 means the device's memory.
-    pub memory_limit: u64,
-    /// Freed pinned host memory kept for reuse, in bytes.
-    pub pinned_cache: u64,
-    /// Row alignment in bytes of optimized (pitched) tensors; 0 uses the device's.
-    pub pitch_alignment: u64,
-    /// Whether `to_client` copies GPU to GPU directly where the GPUs reach each other;
-    /// `false` sends every copy through pinned host memory.
-    pub peer_copy: bool,
-    /// Threads copying pageable bytes into pinned staging memory for uploads; 0 means one
-    /// per core, at most 8.
-    pub copy_threads: u64,
+settings! {
+    keys:
+    /// `[cuda]`: the CUDA backend.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct CudaConfig {
+        /// Device memory each client may hold in bytes; 0 means the device's memory.
+        #[serde(deserialize_with = "values::limit", serialize_with = "values::write_limit")]
+        pub memory_limit: u64,
+        /// Freed pinned host memory kept for reuse, in bytes.
+        #[serde(deserialize_with = "values::any_size")]
+        pub pinned_cache: u64,
+        /// Row alignment in bytes of optimized (pitched) tensors; 0 uses the device's.
+        #[serde(deserialize_with = "values::size::<_, 0, MIB>")]
+        pub pitch_alignment: u64,
+        /// Whether `to_client` copies GPU to GPU directly where the GPUs reach each other;
+        /// `false` sends every copy through pinned host memory.
+        #[serde(deserialize_with = "values::flag")]
+        pub peer_copy: bool,
+        /// Threads copying pageable bytes into pinned staging memory for uploads; 0 means one
+        /// per core, at most 8.
+        #[serde(deserialize_with = "values::copy_threads")]
+        pub copy_threads: u64,
+    }
 }
 
 impl Default for CudaConfig {
@@ -165,8 +133,10 @@ impl Default for CudaConfig {
 pub enum ProfileLevel {
     /// Nothing.
     #[default]
+    #[serde(alias = "off")]
     Disabled,
     /// Counts launches per kernel, no timing.
+    #[serde(alias = "execution_only")]
     ExecutionOnly,
     /// Times every launch (each launch waits for the previous one to finish).
     Basic,
@@ -186,24 +156,40 @@ pub enum LogOutput {
     File(PathBuf),
 }
 
-/// `[profiling]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProfilingConfig {
-    /// What is recorded.
-    pub level: ProfileLevel,
-    /// Where the summary printed on sync goes.
-    pub output: LogOutput,
-    /// A Chrome trace (open in Perfetto) written when the process asks for it.
-    pub trace_file: Option<PathBuf>,
+settings! {
+    keys:
+    /// `[profiling]`.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct ProfilingConfig {
+        /// What is recorded.
+        #[serde(deserialize_with = "values::choice")]
+        pub level: ProfileLevel,
+        /// Where the summary printed on sync goes.
+        #[serde(deserialize_with = "values::output", serialize_with = "values::write_output")]
+        pub output: LogOutput,
+        /// A Chrome trace (open in Perfetto) written when the process asks for it.
+        #[serde(
+            deserialize_with = "values::optional_path",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub trace_file: Option<PathBuf>,
+    }
 }
 
-/// `[logging]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoggingConfig {
-    /// `error`, `warn`, `info`, `debug` or `trace`.
-    pub level: String,
-    /// Where log lines go.
-    pub output: LogOutput,
+settings! {
+    keys:
+    /// `[logging]`.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct LoggingConfig {
+        /// `error`, `warn`, `info`, `debug` or `trace`.
+        #[serde(deserialize_with = "values::log_level")]
+        pub level: String,
+        /// Where log lines go.
+        #[serde(deserialize_with = "values::output", serialize_with = "values::write_output")]
+        pub output: LogOutput,
+    }
 }
 
 impl Default for LoggingConfig {
@@ -228,15 +214,25 @@ pub enum BoundsCheckMode {
     Auto,
 }
 
-/// `[compilation]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompilationConfig {
-    /// Bounds checking of `launch_unchecked`.
-    pub bounds_check: BoundsCheckMode,
-    /// Directory of the on-disk kernel cache; `None` uses the platform cache directory.
-    pub cache_dir: Option<PathBuf>,
-    /// Whether compiled kernels are cached on disk.
-    pub disk_cache: bool,
+settings! {
+    keys:
+    /// `[compilation]`.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct CompilationConfig {
+        /// Bounds checking of `launch_unchecked`.
+        #[serde(deserialize_with = "values::choice")]
+        pub bounds_check: BoundsCheckMode,
+        /// Directory of the on-disk kernel cache; `None` uses the platform cache directory.
+        #[serde(
+            deserialize_with = "values::optional_path",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub cache_dir: Option<PathBuf>,
+        /// Whether compiled kernels are cached on disk.
+        #[serde(deserialize_with = "values::flag")]
+        pub disk_cache: bool,
+    }
 }
 
 impl Default for CompilationConfig {
@@ -264,20 +260,32 @@ pub enum AutotuneLevel {
     Full,
 }
 
-/// `[autotune]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AutotuneConfig {
-    /// Search effort.
-    pub level: AutotuneLevel,
-    /// Whether results are cached on disk.
-    pub disk_cache: bool,
-    /// Directory of the cache; `None` uses the platform cache directory.
-    pub cache_dir: Option<PathBuf>,
-    /// Time budget per key in milliseconds.
-    pub budget_ms: u64,
-    /// Check mode: every candidate's output is compared with the first one's, and
-    /// candidates that differ are skipped.
-    pub check: bool,
+settings! {
+    keys:
+    /// `[autotune]`.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct AutotuneConfig {
+        /// Search effort.
+        #[serde(deserialize_with = "values::choice")]
+        pub level: AutotuneLevel,
+        /// Whether results are cached on disk.
+        #[serde(deserialize_with = "values::flag")]
+        pub disk_cache: bool,
+        /// Directory of the cache; `None` uses the platform cache directory.
+        #[serde(
+            deserialize_with = "values::optional_path",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub cache_dir: Option<PathBuf>,
+        /// Time budget per key in milliseconds.
+        #[serde(deserialize_with = "values::number::<_, _, 0, MAX_MILLISECONDS>")]
+        pub budget_ms: u64,
+        /// Check mode: every candidate's output is compared with the first one's, and
+        /// candidates that differ are skipped.
+        #[serde(deserialize_with = "values::flag")]
+        pub check: bool,
+    }
 }
 
 impl Default for AutotuneConfig {
@@ -292,350 +300,82 @@ impl Default for AutotuneConfig {
     }
 }
 
-/// All settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CubertConfig {
-    /// `[runtime]`.
-    pub runtime: RuntimeConfig,
-    /// `[memory]`.
-    pub memory: MemoryConfig,
-    /// `[cpu]`.
-    pub cpu: CpuConfig,
-    /// `[cuda]`.
-    pub cuda: CudaConfig,
-    /// `[profiling]`.
-    pub profiling: ProfilingConfig,
-    /// `[logging]`.
-    pub logging: LoggingConfig,
-    /// `[compilation]`.
-    pub compilation: CompilationConfig,
-    /// `[autotune]`.
-    pub autotune: AutotuneConfig,
+settings! {
+    sections:
+    /// All settings, one field per `[section]`.
+    ///
+    /// Deserializing it from a whole `cubert.toml` is strict (an unknown key or a bad value
+    /// fails it); the loader instead applies key by key, turning each problem into a
+    /// warning.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct CubertConfig {
+        /// `[runtime]`.
+        pub runtime: RuntimeConfig,
+        /// `[memory]`.
+        pub memory: MemoryConfig,
+        /// `[cpu]`.
+        pub cpu: CpuConfig,
+        /// `[cuda]`.
+        pub cuda: CudaConfig,
+        /// `[profiling]`.
+        pub profiling: ProfilingConfig,
+        /// `[logging]`.
+        pub logging: LoggingConfig,
+        /// `[compilation]`.
+        pub compilation: CompilationConfig,
+        /// `[autotune]`.
+        pub autotune: AutotuneConfig,
+    }
 }
-
-/// The section names, in the order they are documented.
-pub const SECTIONS: [&str; 8] = [
-    "runtime",
-    "memory",
-    "cpu",
-    "cuda",
-    "profiling",
-    "logging",
-    "compilation",
-    "autotune",
-];
 
 impl CubertConfig {
     /// Applies `section.key = value`. On error, nothing changes and the message says what
     /// was expected.
     ///
     /// # Errors
-    /// A message for an unknown key or a value of the wrong kind.
+    /// A message for an unknown section or key, or a value of the wrong kind or out of its
+    /// range.
     pub fn apply(&mut self, section: &str, key: &str, value: &toml::Value) -> Result<(), String> {
-        match (section, key) {
-            ("runtime", "device_handle") => {
-                self.runtime.device_handle = match text(value)?.as_str() {
-                    "threaded" => DeviceHandleMode::Threaded,
-                    "inline" => DeviceHandleMode::Inline,
-                    other => return Err(one_of(other, &["threaded", "inline"])),
-                }
-            }
-            ("runtime", "backend") => {
-                self.runtime.backend = match text(value)?.as_str() {
-                    name @ ("cpu" | "cuda") => name.to_string(),
-                    other => return Err(one_of(other, &["cpu", "cuda"])),
-                }
-            }
-            ("memory", "rounding") => self.memory.rounding = bytes_in(value, 1, GIB)?,
-            ("memory", "small_max_request") => {
-                self.memory.small_max_request = bytes_in(value, 1, GIB)?
-            }
-            ("memory", "small_segment") => {
-                self.memory.small_segment = bytes_in(value, 1, 16 * GIB)?
-            }
-            ("memory", "large_mid_request") => {
-                self.memory.large_mid_request = bytes_in(value, 1, 64 * GIB)?
-            }
-            ("memory", "large_mid_segment") => {
-                self.memory.large_mid_segment = bytes_in(value, 1, 64 * GIB)?
-            }
-            ("memory", "large_round") => self.memory.large_round = bytes_in(value, 1, GIB)?,
-            ("memory", "large_min_split") => {
-                self.memory.large_min_split = bytes_in(value, 1, 64 * GIB)?
-            }
-            ("memory", "idle_release_ms") => {
-                self.memory.idle_release_ms = integer_in(value, 0, MAX_MILLISECONDS)?
-            }
-            ("memory", "compact_before_growth") => {
-                self.memory.compact_before_growth = boolean(value)?
-            }
-            ("memory", "paged") => self.memory.paged = boolean(value)?,
-            ("cpu", "devices") => {
-                let devices = integer(value)?;
-                if !(1..=64).contains(&devices) {
-                    return Err(format!("expected 1 to 64 devices, found {devices}"));
-                }
-                self.cpu.devices = devices as u32;
-            }
-            ("cpu", "threads") => {
-                self.cpu.threads = integer_in(value, 0, u64::from(MAX_CPU_THREADS))? as u32;
-            }
-            ("cpu", "memory_limit") => {
-                self.cpu.memory_limit = match value {
-                    toml::Value::String(s) if s.trim() == "auto" => 0,
-                    _ => positive_bytes(value)?,
-                }
-            }
-            ("cpu", "max_shared_memory") => {
-                self.cpu.max_shared_memory = bytes_in(value, 0, 64 * MIB)?
-            }
-            ("cpu", "pitch_alignment") => self.cpu.pitch_alignment = bytes_in(value, 1, MIB)?,
-            ("cuda", "memory_limit") => {
-                self.cuda.memory_limit = match value {
-                    toml::Value::String(s) if s.trim() == "auto" => 0,
-                    _ => positive_bytes(value)?,
-                }
-            }
-            ("cuda", "pinned_cache") => self.cuda.pinned_cache = bytes(value)?,
-            ("cuda", "pitch_alignment") => self.cuda.pitch_alignment = bytes_in(value, 0, MIB)?,
-            ("cuda", "peer_copy") => self.cuda.peer_copy = boolean(value)?,
-            ("cuda", "copy_threads") => {
-                let threads = integer(value)?;
-                if threads > 256 {
-                    return Err(format!("expected 0 to 256 threads, found {threads}"));
-                }
-                self.cuda.copy_threads = threads;
-            }
-            ("profiling", "level") => {
-                self.profiling.level = match text(value)?.as_str() {
-                    "disabled" | "off" => ProfileLevel::Disabled,
-                    "execution-only" | "execution_only" => ProfileLevel::ExecutionOnly,
-                    "basic" => ProfileLevel::Basic,
-                    "full" => ProfileLevel::Full,
-                    other => {
-                        return Err(one_of(
-                            other,
-                            &["disabled", "execution-only", "basic", "full"],
-                        ));
-                    }
-                }
-            }
-            ("profiling", "output") => self.profiling.output = output(value)?,
-            ("profiling", "trace_file") => {
-                let path = text(value)?;
-                self.profiling.trace_file = (!path.is_empty()).then(|| PathBuf::from(path));
-            }
-            ("logging", "level") => {
-                self.logging.level = match text(value)?.to_ascii_lowercase().as_str() {
-                    level @ ("off" | "error" | "warn" | "info" | "debug" | "trace") => {
-                        level.to_string()
-                    }
-                    other => {
-                        return Err(one_of(
-                            other,
-                            &["off", "error", "warn", "info", "debug", "trace"],
-                        ));
-                    }
-                }
-            }
-            ("logging", "output") => self.logging.output = output(value)?,
-            ("compilation", "bounds_check") => {
-                self.compilation.bounds_check = match text(value)?.as_str() {
-                    "enforce" => BoundsCheckMode::Enforce,
-                    "validate" => BoundsCheckMode::Validate,
-                    "auto" => BoundsCheckMode::Auto,
-                    other => return Err(one_of(other, &["enforce", "validate", "auto"])),
-                }
-            }
-            ("compilation", "cache_dir") => {
-                let path = text(value)?;
-                self.compilation.cache_dir = (!path.is_empty()).then(|| PathBuf::from(path));
-            }
-            ("compilation", "disk_cache") => self.compilation.disk_cache = boolean(value)?,
-            ("autotune", "level") => {
-                self.autotune.level = match text(value)?.as_str() {
-                    "off" => AutotuneLevel::Off,
-                    "minimal" => AutotuneLevel::Minimal,
-                    "balanced" => AutotuneLevel::Balanced,
-                    "full" => AutotuneLevel::Full,
-                    other => return Err(one_of(other, &["off", "minimal", "balanced", "full"])),
-                }
-            }
-            ("autotune", "disk_cache") => self.autotune.disk_cache = boolean(value)?,
-            ("autotune", "cache_dir") => {
-                let path = text(value)?;
-                self.autotune.cache_dir = (!path.is_empty()).then(|| PathBuf::from(path));
-            }
-            ("autotune", "budget_ms") => {
-                self.autotune.budget_ms = integer_in(value, 0, MAX_MILLISECONDS)?
-            }
-            ("autotune", "check") => self.autotune.check = boolean(value)?,
-            (section, _) if !SECTIONS.contains(&section) => {
-                return Err(format!(
-                    "unknown section `{section}` (known: {})",
-                    SECTIONS.join(", ")
-                ));
-            }
-            (_, key) => return Err(format!("unknown key `{key}`")),
-        }
-        Ok(())
+        let sections = Self::sections();
+        let unknown = || {
+            format!(
+                "unknown section `{section}` (known: {})",
+                sections.join(", ")
+            )
+        };
+        let index = sections
+            .iter()
+            .position(|known| *known == section)
+            .ok_or_else(unknown)?;
+        self.section_mut(index)
+            .ok_or_else(unknown)?
+            .apply_key(key, value)
     }
-}
 
-fn kind(value: &toml::Value) -> &'static str {
-    value.type_str()
-}
-
-fn text(value: &toml::Value) -> Result<String, String> {
-    match value {
-        toml::Value::String(s) => Ok(s.trim().to_string()),
-        other => Err(format!("expected a string, found {} {other}", kind(other))),
+    /// The section names, in the order they are declared (and documented).
+    pub(crate) fn sections() -> &'static [&'static str] {
+        field_names::<Self>()
     }
-}
 
-fn one_of(found: &str, allowed: &[&str]) -> String {
-    format!("expected one of {}, found \"{found}\"", allowed.join(", "))
-}
-
-fn integer(value: &toml::Value) -> Result<u64, String> {
-    match value {
-        toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
-        toml::Value::String(s) => s
-            .trim()
-            .replace('_', "")
-            .parse::<u64>()
-            .map_err(|_| format!("expected a non-negative integer, found \"{s}\"")),
-        other => Err(format!(
-            "expected a non-negative integer, found {} {other}",
-            kind(other)
-        )),
+    /// Every `(section, key)` the schema knows.
+    #[cfg(test)]
+    pub(crate) fn keys() -> Vec<(&'static str, &'static str)> {
+        let mut config = Self::default();
+        Self::sections()
+            .iter()
+            .enumerate()
+            .flat_map(|(index, section)| {
+                let keys = config.section_mut(index).map_or(&[][..], |s| s.keys());
+                keys.iter().map(move |key| (*section, *key))
+            })
+            .collect()
     }
-}
-
-fn boolean(value: &toml::Value) -> Result<bool, String> {
-    match value {
-        toml::Value::Boolean(b) => Ok(*b),
-        toml::Value::String(s) => match s.trim() {
-            "true" | "1" | "yes" | "on" => Ok(true),
-            "false" | "0" | "no" | "off" => Ok(false),
-            other => Err(format!("expected true or false, found \"{other}\"")),
-        },
-        other => Err(format!(
-            "expected true or false, found {} {other}",
-            kind(other)
-        )),
-    }
-}
-
-/// Parses a size: an integer, or a string with an optional unit (B, KB, KiB, MB, MiB, GB,
-/// GiB, TB, TiB; case-insensitive).
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let text = text.trim().replace('_', "");
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "t" | "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        _ => return None,
-    };
-    if number.contains('.') {
-        let value: f64 = number.parse().ok()?;
-        let bytes = value * multiplier as f64;
-        (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
-    } else {
-        number.parse::<u64>().ok()?.checked_mul(multiplier)
-    }
-}
-
-fn bytes(value: &toml::Value) -> Result<u64, String> {
-    match value {
-        toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
-        toml::Value::String(s) => parse_bytes(s)
-            .ok_or_else(|| format!("expected a size such as 4096 or \"2 MiB\", found \"{s}\"")),
-        other => Err(format!(
-            "expected a size such as 4096 or \"2 MiB\", found {} {other}",
-            kind(other)
-        )),
-    }
-}
-
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
-/// Longest duration a `*_ms` key accepts: one week.
-pub const MAX_MILLISECONDS: u64 = 7 * 24 * 3600 * 1000;
-/// Most worker threads `[cpu] threads` accepts per device.
-pub const MAX_CPU_THREADS: u32 = 1024;
-
-/// A size in `min..=max` bytes; the error names the range in bytes and with units.
-fn bytes_in(value: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
-    let size = bytes(value)?;
-    if (min..=max).contains(&size) {
-        Ok(size)
-    } else {
-        Err(format!(
-            "expected a size from {min} to {max} bytes ({}), found {size}",
-            describe_bytes(max)
-        ))
-    }
-}
-
-/// An integer in `min..=max`; the error names the range.
-fn integer_in(value: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
-    let number = integer(value)?;
-    if (min..=max).contains(&number) {
-        Ok(number)
-    } else {
-        Err(format!("expected {min} to {max}, found {number}"))
-    }
-}
-
-fn describe_bytes(size: u64) -> String {
-    match size {
-        size if size >= GIB && size.is_multiple_of(GIB) => format!("{} GiB", size / GIB),
-        size if size >= MIB && size.is_multiple_of(MIB) => format!("{} MiB", size / MIB),
-        size => format!("{size} B"),
-    }
-}
-
-fn positive_bytes(value: &toml::Value) -> Result<u64, String> {
-    match bytes(value)? {
-        0 => Err("expected a size above 0".to_string()),
-        size => Ok(size),
-    }
-}
-
-fn output(value: &toml::Value) -> Result<LogOutput, String> {
-    let target = text(value)?;
-    Ok(match target.as_str() {
-        "stdout" => LogOutput::Stdout,
-        "stderr" => LogOutput::Stderr,
-        "" => return Err("expected stdout, stderr or a file path, found \"\"".into()),
-        path => LogOutput::File(PathBuf::from(path)),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_accept_units() {
-        assert_eq!(parse_bytes("2 MiB"), Some(2 << 20));
-        assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
-        assert_eq!(parse_bytes("512"), Some(512));
-        assert_eq!(parse_bytes("1.5 KiB"), Some(1536));
-        assert_eq!(parse_bytes("lots"), None);
-        assert_eq!(parse_bytes("99999999999999999999 TiB"), None);
-    }
 
     #[test]
     fn wrong_kind_of_value_is_refused_and_changes_nothing() {
@@ -694,5 +434,167 @@ mod tests {
             .apply("gpu", "cores", &toml::Value::Integer(2))
             .unwrap_err();
         assert!(error.contains("gpu"));
+    }
+
+    #[test]
+    fn sections_are_the_fields_in_documented_order() {
+        assert_eq!(
+            CubertConfig::sections(),
+            [
+                "runtime",
+                "memory",
+                "cpu",
+                "cuda",
+                "profiling",
+                "logging",
+                "compilation",
+                "autotune"
+            ]
+        );
+    }
+
+    /// A valid value, other than the default, for every key the schema has: applying it
+    /// changes that setting and no other, so serde's key list and the fields line up.
+    #[test]
+    fn every_key_applies_to_its_own_setting_only() {
+        let values: &[(&str, &str, toml::Value)] = &[
+            ("runtime", "device_handle", "inline".into()),
+            ("runtime", "backend", "cuda".into()),
+            ("memory", "rounding", 256.into()),
+            ("memory", "small_max_request", "512 KiB".into()),
+            ("memory", "small_segment", "4 MiB".into()),
+            ("memory", "large_mid_request", "8 MiB".into()),
+            ("memory", "large_mid_segment", "32 MiB".into()),
+            ("memory", "large_round", "4 MiB".into()),
+            ("memory", "large_min_split", "2 MiB".into()),
+            ("memory", "idle_release_ms", 0.into()),
+            ("memory", "compact_before_growth", false.into()),
+            ("memory", "paged", "yes".into()),
+            ("cpu", "devices", 4.into()),
+            ("cpu", "threads", 2.into()),
+            ("cpu", "memory_limit", "1 GiB".into()),
+            ("cpu", "max_shared_memory", 1024.into()),
+            ("cpu", "pitch_alignment", 64.into()),
+            ("cuda", "memory_limit", "2 GiB".into()),
+            ("cuda", "pinned_cache", "1 GiB".into()),
+            ("cuda", "pitch_alignment", 256.into()),
+            ("cuda", "peer_copy", false.into()),
+            ("cuda", "copy_threads", 4.into()),
+            ("profiling", "level", "execution_only".into()),
+            ("profiling", "output", "profile.txt".into()),
+            ("profiling", "trace_file", "trace.json".into()),
+            ("logging", "level", "DEBUG".into()),
+            ("logging", "output", "stdout".into()),
+            ("compilation", "bounds_check", "enforce".into()),
+            ("compilation", "cache_dir", "/tmp/kernels".into()),
+            ("compilation", "disk_cache", false.into()),
+            ("autotune", "level", "off".into()),
+            ("autotune", "disk_cache", "off".into()),
+            ("autotune", "cache_dir", "/tmp/tune".into()),
+            ("autotune", "budget_ms", 50.into()),
+            ("autotune", "check", true.into()),
+        ];
+        let keys = CubertConfig::keys();
+        assert_eq!(keys.len(), values.len(), "{keys:?}");
+        let defaults = toml::Table::try_from(CubertConfig::default()).unwrap();
+        for (section, key) in keys {
+            let (_, _, value) = values
+                .iter()
+                .find(|(s, k, _)| (*s, *k) == (section, key))
+                .unwrap_or_else(|| panic!("no test value for {section}.{key}"));
+            let mut config = CubertConfig::default();
+            config.apply(section, key, value).unwrap();
+            let applied = toml::Table::try_from(&config).unwrap();
+            for (name, table) in &applied {
+                let before = defaults[name].as_table().unwrap();
+                let table = table.as_table().unwrap();
+                for field in before.keys().chain(table.keys()) {
+                    let changed = before.get(field) != table.get(field);
+                    let expected = (name.as_str(), field.as_str()) == (section, key);
+                    assert_eq!(changed, expected, "{section}.{key} changed {name}.{field}");
+                }
+            }
+        }
+    }
+
+    /// What a configuration serializes to reads back, key by key or as a whole file.
+    #[test]
+    fn a_serialized_configuration_reads_back() {
+        let mut config = CubertConfig::default();
+        config
+            .apply("cuda", "memory_limit", &"3 GiB".into())
+            .unwrap();
+        config
+            .apply("logging", "output", &"log.txt".into())
+            .unwrap();
+        config
+            .apply("memory", "idle_release_ms", &0.into())
+            .unwrap();
+        let text = toml::to_string(&config).unwrap();
+        assert_eq!(toml::from_str::<CubertConfig>(&text).unwrap(), config);
+        let mut read = CubertConfig::default();
+        for (section, keys) in text.parse::<toml::Table>().unwrap() {
+            for (key, value) in keys.as_table().unwrap() {
+                read.apply(&section, key, value).unwrap();
+            }
+        }
+        assert_eq!(read, config);
+    }
+
+    #[test]
+    fn enums_take_each_spelling_and_name_the_written_ones() {
+        let mut config = CubertConfig::default();
+        for (spelling, level) in [
+            ("execution-only", ProfileLevel::ExecutionOnly),
+            (" execution_only ", ProfileLevel::ExecutionOnly),
+            ("basic", ProfileLevel::Basic),
+            ("off", ProfileLevel::Disabled),
+        ] {
+            config
+                .apply("profiling", "level", &spelling.into())
+                .unwrap();
+            assert_eq!(config.profiling.level, level);
+        }
+        let error = config
+            .apply("profiling", "level", &"loud".into())
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "expected one of disabled, execution-only, basic, full, found \"loud\""
+        );
+        let error = config.apply("autotune", "level", &3.into()).unwrap_err();
+        assert_eq!(error, "expected a string, found integer 3");
+    }
+
+    #[test]
+    fn a_datetime_is_not_taken_for_a_string() {
+        let mut config = CubertConfig::default();
+        let date: toml::Value = "1979-05-27"
+            .parse::<toml::value::Datetime>()
+            .unwrap()
+            .into();
+        let error = config.apply("compilation", "cache_dir", &date).unwrap_err();
+        assert_eq!(error, "expected a string, found datetime 1979-05-27");
+        assert_eq!(config, CubertConfig::default());
+    }
+
+    #[test]
+    fn memory_section_gives_the_pool_options() {
+        let mut config = CubertConfig::default();
+        assert_eq!(config.memory.options(), MemoryOptions::default());
+        config
+            .apply("memory", "idle_release_ms", &0.into())
+            .unwrap();
+        config
+            .apply("memory", "small_segment", &"4 KiB".into())
+            .unwrap();
+        let options = config.memory.options();
+        assert_eq!(options.idle_release, None);
+        // A segment smaller than the largest request it serves is raised to it.
+        assert_eq!(options.small_segment, options.small_max_request);
+        let error = config
+            .apply("memory", "idle_release", &0.into())
+            .unwrap_err();
+        assert_eq!(error, "unknown key `idle_release`");
     }
 }

@@ -27,41 +27,66 @@ use super::ordering::{StreamOrdering, StreamPoint};
 use super::paged_pool::PagedPool;
 use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};
 use crate::backtrace::BackTrace;
+use crate::config::settings;
+use crate::config::values::{self, GIB};
 use crate::error::IoError;
 use crate::handle::MemoryId;
 use crate::storage::{ComputeStorage, StorageHandle};
 use crate::stream::StreamId;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-/// Tunables of the pools. Defaults follow what works for GPU workloads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryOptions {
-    /// Every request is rounded up to a multiple of this.
-    pub rounding: u64,
-    /// Largest request served by the small pool.
-    pub small_max_request: u64,
-    /// Segment size of the small pool.
-    pub small_segment: u64,
-    /// Largest request that shares a mid-size segment of the large pool.
-    pub large_mid_request: u64,
-    /// Size of the shared mid-size segments.
-    pub large_mid_segment: u64,
-    /// Rounding of dedicated large segments.
-    pub large_round: u64,
-    /// Smallest remainder split off a large block.
-    pub large_min_split: u64,
-    /// Entirely free segments untouched for this long are given back; `None` keeps them.
-    pub idle_release: Option<Duration>,
-    /// Before growing the large pool, give back its entirely free segments when together
-    /// they could hold the request (memory grows only when live data does), and don't split
-    /// dedicated large blocks in a way that strands big remainders. Saves memory (peak
-    /// reserved / peak live on the anchors' trace: 1.28 -> 1.135) at the cost of a device
-    /// allocation when a freed segment was the wrong shape.
-    pub compact_before_growth: bool,
-    /// Serve large requests from a pool of individually mapped pages where the storage can
-    /// map pages (CUDA virtual memory). Allocating a new large block costs one driver call
-    /// per page; reuse of a freed block of the same page count costs none.
-    pub paged: bool,
+settings! {
+    keys:
+    /// Tunables of the pools. Defaults follow what works for GPU workloads.
+    ///
+    /// Also the `[memory]` section of the configuration (`config::MemoryConfig`): serde
+    /// reads each key into its field, with the range the field accepts.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct MemoryOptions {
+        /// Every request is rounded up to a multiple of this.
+        #[serde(deserialize_with = "values::size::<_, 1, GIB>")]
+        pub rounding: u64,
+        /// Largest request served by the small pool.
+        #[serde(deserialize_with = "values::size::<_, 1, GIB>")]
+        pub small_max_request: u64,
+        /// Segment size of the small pool.
+        #[serde(deserialize_with = "values::size::<_, 1, { 16 * GIB }>")]
+        pub small_segment: u64,
+        /// Largest request that shares a mid-size segment of the large pool.
+        #[serde(deserialize_with = "values::size::<_, 1, { 64 * GIB }>")]
+        pub large_mid_request: u64,
+        /// Size of the shared mid-size segments.
+        #[serde(deserialize_with = "values::size::<_, 1, { 64 * GIB }>")]
+        pub large_mid_segment: u64,
+        /// Rounding of dedicated large segments.
+        #[serde(deserialize_with = "values::size::<_, 1, GIB>")]
+        pub large_round: u64,
+        /// Smallest remainder split off a large block.
+        #[serde(deserialize_with = "values::size::<_, 1, { 64 * GIB }>")]
+        pub large_min_split: u64,
+        /// Entirely free segments untouched for this long are given back; `None` keeps them.
+        /// Configured as `idle_release_ms`, whole milliseconds (0: `None`).
+        #[serde(
+            rename = "idle_release_ms",
+            deserialize_with = "values::optional_millis",
+            serialize_with = "values::write_optional_millis"
+        )]
+        pub idle_release: Option<Duration>,
+        /// Before growing the large pool, give back its entirely free segments when together
+        /// they could hold the request (memory grows only when live data does), and don't split
+        /// dedicated large blocks in a way that strands big remainders. Saves memory (peak
+        /// reserved / peak live on the anchors' trace: 1.28 -> 1.135) at the cost of a device
+        /// allocation when a freed segment was the wrong shape.
+        #[serde(deserialize_with = "values::flag")]
+        pub compact_before_growth: bool,
+        /// Serve large requests from a pool of individually mapped pages where the storage can
+        /// map pages (CUDA virtual memory). Allocating a new large block costs one driver call
+        /// per page; reuse of a freed block of the same page count costs none.
+        #[serde(deserialize_with = "values::flag")]
+        pub paged: bool,
+    }
 }
 
 impl Default for MemoryOptions {
@@ -78,6 +103,26 @@ impl Default for MemoryOptions {
             idle_release: Some(Duration::from_secs(10)),
             compact_before_growth: true,
             paged: false,
+        }
+    }
+}
+
+impl MemoryOptions {
+    /// The options a memory manager is built with: these, with each size raised to the
+    /// least the pools work with (roundings and the split minimum at least 1, each segment
+    /// at least the largest request it serves). Read as `config.memory.options()`.
+    pub fn options(&self) -> MemoryOptions {
+        MemoryOptions {
+            rounding: self.rounding.max(1),
+            small_max_request: self.small_max_request,
+            small_segment: self.small_segment.max(self.small_max_request),
+            large_mid_request: self.large_mid_request,
+            large_mid_segment: self.large_mid_segment.max(self.large_mid_request),
+            large_round: self.large_round.max(1),
+            large_min_split: self.large_min_split.max(1),
+            idle_release: self.idle_release,
+            compact_before_growth: self.compact_before_growth,
+            paged: self.paged,
         }
     }
 }
