@@ -24,7 +24,6 @@ use cubert_runtime::thread_role::TaskScope;
 use cubert_runtime::{ExecutionMode, KernelMetadata, ServerError};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs `kernel` over a grid of `count` cubes.
 ///
@@ -49,10 +48,8 @@ pub fn execute(
     let shared_bytes = kernel.shared_memory_bytes();
     let shared_words = shared_bytes.div_ceil(16);
     let cube_dim = kernel.cube_dim();
-    let cut_short = AtomicBool::new(false);
     let run_cube = |index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
         if checker.gave_up() {
-            cut_short.store(true, Ordering::Relaxed);
             return Err(KernelError::new(
                 "cut short after too many out-of-bounds accesses",
             ));
@@ -102,18 +99,17 @@ pub fn execute(
                 .unwrap_or_else(|| "a panic with a non-text payload".into());
             Err(failed(format!("the kernel panicked: {message}")))
         }
-        Ok(Err(_)) | Ok(Ok(())) if cut_short.load(Ordering::Relaxed) || checker.gave_up() => {
-            Err(ServerError::OutOfBounds {
-                kernel: kernel.name().to_string(),
-                accesses: checker.violations(),
-                first: format!(
-                    "{} (the launch was stopped after {MAX_COUNTED_VIOLATIONS} out-of-bounds \
+        // The violation count only grows: a launch that gave up at any point gives up here.
+        Ok(Err(_)) | Ok(Ok(())) if checker.gave_up() => Err(ServerError::OutOfBounds {
+            kernel: kernel.name().to_string(),
+            accesses: checker.violations(),
+            first: format!(
+                "{} (the launch was stopped after {MAX_COUNTED_VIOLATIONS} out-of-bounds \
                  accesses: the cubes not yet started did not run)",
-                    checker.first_violation().unwrap_or("(not recorded)")
-                ),
-                backtrace: BackTrace::capture(),
-            })
-        }
+                checker.first_violation().unwrap_or("(not recorded)")
+            ),
+            backtrace: BackTrace::capture(),
+        }),
         Ok(Err(error)) => Err(failed(error.message().to_string())),
         Ok(Ok(())) if checker.violations() > 0 => Err(ServerError::OutOfBounds {
             kernel: kernel.name().to_string(),
