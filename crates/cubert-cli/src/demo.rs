@@ -60,12 +60,15 @@ enum Tolerance {
     Relative(f64),
 }
 
+/// The tally of the checks, printed as a table row per check.
+#[derive(Default)]
 struct Checks {
     total: usize,
     failed: usize,
 }
 
 impl Checks {
+    /// Prints the row of `kernel` on `shape` and counts its outcome.
     fn report(&mut self, kernel: &str, shape: &str, outcome: CliResult<Outcome>) {
         self.total += 1;
         let outcome = outcome.unwrap_or_else(Outcome::Failed);
@@ -103,7 +106,25 @@ impl Checks {
     }
 }
 
+/// Seed of the generator of every input of the demo.
+const SEED: u64 = 0x00C0_FFEE;
+
+/// The demo, step by step; `Ok(true)` when every result was verified.
 fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
+    print_header(client, size);
+    let mut rng = XorShift::new(SEED);
+    let mut checks = Checks::default();
+    check_elementwise(client, &mut rng, size, &mut checks);
+    check_reduction(client, &mut rng, size, &mut checks);
+    check_matmuls(client, &mut rng, &mut checks);
+    print_kernel_times(client);
+    print_memory_report(client, &mut checks);
+    print_verdict(&checks);
+    Ok(checks.failed == 0)
+}
+
+/// Prints the device, what the demo does, and the header of the table of checks.
+fn print_header<R: Runtime>(client: &ComputeClient<R>, size: usize) {
     outln!(
         "cubert demo on {} [{:?}], backend {}",
         client.properties().name,
@@ -122,35 +143,82 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
         "max error",
         "limit"
     );
-    let mut rng = XorShift::new(0x00C0_FFEE);
-    let mut checks = Checks {
-        total: 0,
-        failed: 0,
-    };
-    let n = size;
+}
+
+/// The inputs of the elementwise kernels, `n` elements each.
+struct ElementwiseInputs {
+    f32_a: Vec<f32>,
+    f32_b: Vec<f32>,
+    f64_a: Vec<f64>,
+    f64_b: Vec<f64>,
+    i32_a: Vec<i32>,
+    i32_b: Vec<i32>,
+    /// Floats up to ±1e6, for the cast to i32.
+    wide_f32: Vec<f32>,
+}
+
+impl ElementwiseInputs {
+    /// Draws every input from `rng`, in a fixed order (so the inputs, and the checks after
+    /// them, are the same on every run).
+    fn draw(rng: &mut XorShift, n: usize) -> Self {
+        let f32_a = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
+        let f32_b = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
+        let f64_a = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
+        let f64_b = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
+        let i32_a = rng.fill(n, XorShift::any_i32);
+        let i32_b = rng.fill(n, XorShift::any_i32);
+        let wide_f32 = rng.fill(n, |r| r.range_f32(-1e6, 1e6));
+        Self {
+            f32_a,
+            f32_b,
+            f64_a,
+            f64_b,
+            i32_a,
+            i32_b,
+            wide_f32,
+        }
+    }
+}
+
+/// Checks the elementwise kernels (fills, copy, casts, additions and multiplications) on
+/// `n` elements. Their inputs are freed before the function returns.
+fn check_elementwise<R: Runtime>(
+    client: &ComputeClient<R>,
+    rng: &mut XorShift,
+    n: usize,
+    checks: &mut Checks,
+) {
+    let inputs = ElementwiseInputs::draw(rng, n);
     let flat = format!("[{n}]");
+    check_fills(client, n, &flat, checks);
+    check_copy_and_casts(client, &inputs, &flat, checks);
+    check_arithmetic(client, &inputs, &flat, checks);
+}
 
-    let f32_a = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
-    let f32_b = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
-    let f64_a = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
-    let f64_b = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
-    let i32_a = rng.fill(n, XorShift::any_i32);
-    let i32_b = rng.fill(n, XorShift::any_i32);
-    let wide_f32 = rng.fill(n, |r| r.range_f32(-1e6, 1e6));
-
-    checks.report("fill_f32", &flat, fill(client, "fill_f32", n, 0.1f32));
+/// Checks `fill_f32` and `fill_i32` on `n` elements.
+fn check_fills<R: Runtime>(client: &ComputeClient<R>, n: usize, flat: &str, checks: &mut Checks) {
+    checks.report("fill_f32", flat, fill(client, "fill_f32", n, 0.1f32));
     checks.report(
         "fill_i32",
-        &flat,
+        flat,
         fill(client, "fill_i32", n, -123_456_789i32),
     );
+}
+
+/// Checks `copy_f32` and the casts between f32, f64 and i32.
+fn check_copy_and_casts<R: Runtime>(
+    client: &ComputeClient<R>,
+    inputs: &ElementwiseInputs,
+    flat: &str,
+    checks: &mut Checks,
+) {
     checks.report(
         "copy_f32",
-        &flat,
+        flat,
         unary(
             client,
             "copy_f32",
-            &f32_a,
+            &inputs.f32_a,
             ElemType::F32,
             |x| x,
             |c, s, d, len| ops::copy(c, s, d, len, ElemType::F32),
@@ -158,11 +226,11 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     );
     checks.report(
         "cast_f32_f64",
-        &flat,
+        flat,
         unary(
             client,
             "cast_f32_f64",
-            &f32_a,
+            &inputs.f32_a,
             ElemType::F64,
             f64::from,
             |c, s, d, len| ops::cast(c, s, d, len, ElemType::F32, ElemType::F64),
@@ -170,11 +238,11 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     );
     checks.report(
         "cast_f32_i32",
-        &flat,
+        flat,
         unary(
             client,
             "cast_f32_i32",
-            &wide_f32,
+            &inputs.wide_f32,
             ElemType::I32,
             |x| x as i32,
             |c, s, d, len| ops::cast(c, s, d, len, ElemType::F32, ElemType::I32),
@@ -182,110 +250,104 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     );
     checks.report(
         "cast_i32_f32",
-        &flat,
+        flat,
         unary(
             client,
             "cast_i32_f32",
-            &i32_a,
+            &inputs.i32_a,
             ElemType::F32,
             |x| x as f32,
             |c, s, d, len| ops::cast(c, s, d, len, ElemType::I32, ElemType::F32),
         ),
     );
+}
+
+/// Checks `add` and `mul` on f32, f64 and i32 (integers wrap).
+fn check_arithmetic<R: Runtime>(
+    client: &ComputeClient<R>,
+    inputs: &ElementwiseInputs,
+    flat: &str,
+    checks: &mut Checks,
+) {
+    let ElementwiseInputs {
+        f32_a,
+        f32_b,
+        f64_a,
+        f64_b,
+        i32_a,
+        i32_b,
+        ..
+    } = inputs;
+    let add = ops::add::<R>;
+    let mul = ops::mul::<R>;
     checks.report(
         "add_f32",
-        &flat,
-        binary(
-            client,
-            "add_f32",
-            &f32_a,
-            &f32_b,
-            |a, b| a + b,
-            ops::add::<R>,
-        ),
+        flat,
+        binary(client, "add_f32", f32_a, f32_b, |a, b| a + b, add),
     );
     checks.report(
         "add_f64",
-        &flat,
-        binary(
-            client,
-            "add_f64",
-            &f64_a,
-            &f64_b,
-            |a, b| a + b,
-            ops::add::<R>,
-        ),
+        flat,
+        binary(client, "add_f64", f64_a, f64_b, |a, b| a + b, add),
     );
     checks.report(
         "add_i32",
-        &flat,
-        binary(
-            client,
-            "add_i32",
-            &i32_a,
-            &i32_b,
-            i32::wrapping_add,
-            ops::add::<R>,
-        ),
+        flat,
+        binary(client, "add_i32", i32_a, i32_b, i32::wrapping_add, add),
     );
     checks.report(
         "mul_f32",
-        &flat,
-        binary(
-            client,
-            "mul_f32",
-            &f32_a,
-            &f32_b,
-            |a, b| a * b,
-            ops::mul::<R>,
-        ),
+        flat,
+        binary(client, "mul_f32", f32_a, f32_b, |a, b| a * b, mul),
     );
     checks.report(
         "mul_f64",
-        &flat,
-        binary(
-            client,
-            "mul_f64",
-            &f64_a,
-            &f64_b,
-            |a, b| a * b,
-            ops::mul::<R>,
-        ),
+        flat,
+        binary(client, "mul_f64", f64_a, f64_b, |a, b| a * b, mul),
     );
     checks.report(
         "mul_i32",
-        &flat,
-        binary(
-            client,
-            "mul_i32",
-            &i32_a,
-            &i32_b,
-            i32::wrapping_mul,
-            ops::mul::<R>,
-        ),
+        flat,
+        binary(client, "mul_i32", i32_a, i32_b, i32::wrapping_mul, mul),
     );
-    drop((f32_a, f32_b, f64_a, f64_b, i32_a, i32_b, wide_f32));
+}
 
+/// Checks `reduce_sum_f32` over rows of 1000 elements, about `size` elements in all (1 to
+/// 4096 rows).
+fn check_reduction<R: Runtime>(
+    client: &ComputeClient<R>,
+    rng: &mut XorShift,
+    size: usize,
+    checks: &mut Checks,
+) {
     let cols = 1000;
-    let rows = (n / cols).clamp(1, 4096);
+    let rows = (size / cols).clamp(1, 4096);
     checks.report(
         "reduce_sum_f32",
         &format!("[{rows}×{cols}] -> [{rows}]"),
-        reduce_sum(client, &mut rng, rows, cols),
+        reduce_sum(client, rng, rows, cols),
     );
-    let (m, k, nn) = (256, 192, 320);
+}
+
+/// Checks `matmul_f32` and `matmul_f64`, each on fixed shapes.
+fn check_matmuls<R: Runtime>(client: &ComputeClient<R>, rng: &mut XorShift, checks: &mut Checks) {
+    let (m, k, n) = (256, 192, 320);
     checks.report(
         "matmul_f32",
-        &format!("[{m}×{k}]×[{k}×{nn}]"),
-        matmul::<R, f32>(client, "matmul_f32", &mut rng, (m, k, nn), F32_TOLERANCE),
+        &format!("[{m}×{k}]×[{k}×{n}]"),
+        matmul::<R, f32>(client, "matmul_f32", rng, (m, k, n), F32_TOLERANCE),
     );
-    let (m, k, nn) = (129, 77, 163);
+    let (m, k, n) = (129, 77, 163);
     checks.report(
         "matmul_f64",
-        &format!("[{m}×{k}]×[{k}×{nn}]"),
-        matmul::<R, f64>(client, "matmul_f64", &mut rng, (m, k, nn), F64_TOLERANCE),
+        &format!("[{m}×{k}]×[{k}×{n}]"),
+        matmul::<R, f64>(client, "matmul_f64", rng, (m, k, n), F64_TOLERANCE),
     );
+}
 
+/// Prints the time of every kernel, from the device's logger: what `launch_timed` recorded,
+/// or what the runtime's own profiler did when it is on.
+fn print_kernel_times<R: Runtime>(client: &ComputeClient<R>) {
     outln!();
     let logger = &client.utilities().logger;
     let timing = match client.properties().timing_method {
@@ -306,6 +368,10 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     } else {
         out!("{summary}");
     }
+}
+
+/// Prints the device's memory report; a report that can't be read counts as a failed check.
+fn print_memory_report<R: Runtime>(client: &ComputeClient<R>, checks: &mut Checks) {
     outln!();
     outln!("memory of {:?}:", client.device_id());
     match client.memory_report() {
@@ -316,13 +382,16 @@ fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
             outln!("ERROR: can't read the memory report: {error}");
         }
     }
+}
+
+/// Prints whether every result was verified, or how many were not.
+fn print_verdict(checks: &Checks) {
     outln!();
     if checks.failed == 0 {
         outln!("all {} results verified", checks.total);
     } else {
         outln!("{} of {} results MISMATCHED", checks.failed, checks.total);
     }
-    Ok(checks.failed == 0)
 }
 
 /// Launches with `launch` once to warm up (compile, load, fill caches), then again inside
@@ -350,10 +419,12 @@ fn launch_timed<R: Runtime>(
     outcome.map_err(|error| error.context(format!("`{name}` failed")))
 }
 
+/// Copies `data` to a new buffer on the device.
 fn upload<R: Runtime, T: Element>(client: &ComputeClient<R>, data: &[T]) -> CliResult<Handle> {
     Ok(client.create(Bytes::from_slice(data))?)
 }
 
+/// Reads the buffer `handle` back as elements of `T`.
 fn download<R: Runtime, T: Element>(
     client: &ComputeClient<R>,
     handle: Handle,
@@ -361,6 +432,7 @@ fn download<R: Runtime, T: Element>(
     Ok(client.read_one(handle)?.to_elems::<T>())
 }
 
+/// `len` copies of `value` through `ops::fill`, compared exactly.
 fn fill<R: Runtime, T: Element + Exact>(
     client: &ComputeClient<R>,
     name: &str,
@@ -404,6 +476,7 @@ where
 type BinaryOp<R> =
     fn(&ComputeClient<R>, &Handle, &Handle, &Handle, usize, ElemType) -> Result<(), LaunchError>;
 
+/// `out = reference(lhs, rhs)` element by element through `op`, compared exactly.
 fn binary<R: Runtime, T: Element + Exact>(
     client: &ComputeClient<R>,
     name: &str,
@@ -429,6 +502,8 @@ fn binary<R: Runtime, T: Element + Exact>(
     ))
 }
 
+/// The sum of each row of a random `rows`×`cols` f32 matrix through `ops::reduce_sum`,
+/// compared with a relative error of at most [`F32_TOLERANCE`].
 fn reduce_sum<R: Runtime>(
     client: &ComputeClient<R>,
     rng: &mut XorShift,
@@ -483,6 +558,8 @@ impl Float for f64 {
     }
 }
 
+/// The product of random `m`×`k` and `k`×`n` matrices through `ops::matmul`, compared with a
+/// relative error of at most `tolerance`.
 fn matmul<R: Runtime, T: Float>(
     client: &ComputeClient<R>,
     name: &str,

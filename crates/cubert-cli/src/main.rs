@@ -20,17 +20,11 @@ mod output;
 mod args;
 mod backend;
 mod bench;
-mod compare;
 mod demo;
 mod error;
 mod info;
-mod launch;
-mod peers;
-mod plot;
-mod report;
+mod process_launcher;
 mod rng;
-mod table;
-mod units;
 mod verify;
 
 use args::{Cli, Command};
@@ -44,7 +38,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
     cubert::logging::init_logging(&config.logging);
     match cli.command {
         Command::Info => info::run(cli.backend),
-        Command::Launch(args) => launch::run(args),
+        Command::Launch(args) => process_launcher::run(args),
         Command::Demo { size } => {
             let backend = Backend::select(cli.backend)?;
             let size = usize::try_from(size)
@@ -85,7 +79,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    launch::keep_nvlink_multicast_off();
+    process_launcher::keep_nvlink_multicast_off();
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(code) => code,

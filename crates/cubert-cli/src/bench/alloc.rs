@@ -9,8 +9,8 @@
 
 use super::recorder::Recorder;
 use super::timing::median;
+use super::units::{GIB, KIB, MIB, size_label};
 use crate::error::CliResult;
-use crate::units::{GIB, KIB, MIB, size_label};
 use cubert::{ComputeClient, Runtime};
 use std::time::{Duration, Instant};
 

@@ -17,9 +17,9 @@
 use super::copy;
 use super::recorder::Recorder;
 use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::units::{MIB, count_label};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
-use crate::units::{MIB, count_label};
 use cubert::{Bytes, ComputeClient, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 

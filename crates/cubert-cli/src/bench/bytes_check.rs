@@ -6,8 +6,8 @@
 //! hands out again (pinned read buffers) are poisoned before they are given back. A check
 //! compares every byte, or `SAMPLE` bytes at every MiB (the stamps included).
 
+use super::units::MIB;
 use crate::error::CliResult;
-use crate::units::MIB;
 use cubert::{ComputeClient, Handle, Runtime, ops};
 
 /// Bytes read back around each MiB when an upload is checked by sampling.

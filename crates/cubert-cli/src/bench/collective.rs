@@ -23,12 +23,12 @@
 //! `cubert_peer_copy_via_host_<size>`. Each copy is checked at the start, middle and end.
 
 use super::recorder::Recorder;
+use super::report::{BenchReport, Figures, SeriesMap, iso8601};
 use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::units::{GIB, KIB, MIB, size_label};
 use crate::backend::Backend;
 use crate::error::{CliError, CliResult, EXIT_FAILURE};
-use crate::report::{BenchReport, Figures, SeriesMap, iso8601};
 use crate::rng::mix;
-use crate::units::{GIB, KIB, MIB, size_label};
 use cubert::properties::TimingMethod;
 use cubert::server::ReduceOperation;
 use cubert::{Bytes, ComputeClient, DeviceId, ElemType, Handle, Runtime, ServerError, ops};

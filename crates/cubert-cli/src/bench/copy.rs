@@ -20,9 +20,9 @@
 
 use super::recorder::Recorder;
 use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::units::{GIB, KIB, MIB, size_label};
 use crate::error::CliResult;
 use crate::rng::mix;
-use crate::units::{GIB, KIB, MIB, size_label};
 use cubert::{ComputeClient, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 

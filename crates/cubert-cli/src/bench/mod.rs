@@ -15,35 +15,47 @@
 //! `cubert_h2d_pageable_64MiB`). Big buffers are freed between groups. With `--json FILE`
 //! the report is written there, and the transfer sweep is drawn next to it as
 //! `transfer_sweep.svg`.
+//!
+//! Besides the groups, this directory holds what the benchmarks (`cubert bench`, `bench
+//! tune`, `bench collective`) share: `recorder` (figures and failures as they are measured,
+//! and the progress bar), `timing` (medians, device time through `client.profile`),
+//! `bytes_check` (stamps and poison that check the bytes of transfers), `report` (the JSON
+//! report), `peers` (reading figure files), `compare`
+//! (cubert's figures next to the peers'), `plot` (the SVG of a series), `table` (aligned
+//! plain-text columns) and `units` (size labels and number formatting).
 
 mod alloc;
 mod bandwidth;
 mod bytes_check;
 pub mod collective;
+mod compare;
 mod copy;
 mod graph;
 mod launch;
+mod peers;
+mod plot;
 mod recorder;
+mod report;
 mod sweep;
+mod table;
 mod timing;
 mod trace;
 mod transfer;
 pub mod tune;
+mod units;
 
 use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
-use crate::compare;
 use crate::error::{CliResult, EXIT_FAILURE};
-use crate::peers::{self, FigureFile, FileFigure};
-use crate::plot;
-use crate::report::{BenchReport, Figure, Figures, Series, SeriesMap, iso8601};
-use crate::table::{Align, Table};
-use crate::units::{format_value, size_label};
 use cubert::ComputeClient;
+use peers::{FigureFile, FileFigure};
 use recorder::Recorder;
+use report::{BenchReport, Figure, Figures, Series, SeriesMap, iso8601};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
+use table::{Align, Table};
+use units::{format_value, size_label};
 
 /// File name of the sweep plot, written next to the JSON report.
 pub const SWEEP_PLOT: &str = "transfer_sweep.svg";

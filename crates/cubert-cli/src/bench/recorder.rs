@@ -8,8 +8,8 @@
 //! on standard error counts the figures and points while standard output is a terminal;
 //! otherwise it is hidden.
 
-use crate::report::{Figure, Series, SeriesPoint};
-use crate::units::{format_value, size_label};
+use super::report::{Figure, Series, SeriesPoint};
+use super::units::{format_value, size_label};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 

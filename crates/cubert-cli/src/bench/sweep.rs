@@ -16,8 +16,8 @@
 use super::bytes_check::{check_device, first_difference, poison_host, stamp};
 use super::recorder::Recorder;
 use super::timing::{gb_per_s, median};
+use super::units::{GIB, KIB, MIB, size_label};
 use crate::error::{CliError, CliResult};
-use crate::units::{GIB, KIB, MIB, size_label};
 use cubert::{Bytes, ComputeClient, Runtime};
 use std::time::Instant;
 

@@ -30,9 +30,9 @@
 //! every allocation is freed at the end of each replay.
 
 use super::recorder::Recorder;
+use super::units::GIB;
 use crate::backend::CliRuntime;
 use crate::error::{CliError, CliResult};
-use crate::units::GIB;
 use cubert::memory::trace::{AllocationTrace, TraceEvent};
 use cubert::{ComputeClient, Handle};
 use std::collections::HashMap;

@@ -25,9 +25,9 @@ use super::bytes_check::{check_device, first_difference, poison_device, poison_h
 use super::recorder::Recorder;
 use super::sweep;
 use super::timing::{gb_per_s, median};
+use super::units::{GIB, MIB, size_label};
 use crate::error::{CliError, CliResult};
 use crate::rng::mix;
-use crate::units::{GIB, MIB, size_label};
 use cubert::{AllocationProperty, Bytes, ComputeClient, Runtime};
 use std::path::PathBuf;
 use std::time::Instant;

@@ -9,11 +9,11 @@
 //! prints `FAIL` and makes the exit code 1. `--verbose` lists every candidate's median and
 //! outcome; `--json FILE` writes all of it.
 
+use super::report::iso8601;
+use super::table::{Align, Table};
 use super::timing::{median, profile_clock, profiled_seconds};
 use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
 use crate::error::{CliError, CliResult, EXIT_FAILURE};
-use crate::report::iso8601;
-use crate::table::{Align, Table};
 use cubert::config::AutotuneLevel;
 use cubert::kernel::StandardVariant;
 use cubert::kernel::standard::StandardKernel;

@@ -18,9 +18,9 @@
 //! figure is marked, and a summary counts the figures where cubert is ahead of, even with
 //! or behind its best peer (even: within 1 %).
 
-use crate::peers::{FigureFile, FileFigure};
-use crate::table::{Align, Table};
-use crate::units::format_value;
+use super::peers::{FigureFile, FileFigure};
+use super::table::{Align, Table};
+use super::units::format_value;
 
 /// Which way a quantity is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

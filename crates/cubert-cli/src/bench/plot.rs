@@ -2,9 +2,9 @@
 //! in binary units, the value on a linear y axis from 0, one polyline with markers per
 //! series, grid lines, axis titles and a legend. No dependencies; any browser shows it.
 
+use super::report::Series;
+use super::units::size_label;
 use crate::error::{CliError, CliResult};
-use crate::report::Series;
-use crate::units::size_label;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -197,7 +197,7 @@ pub fn write(path: &Path, series: &[Series], title: &str, unit: &str) -> CliResu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::SeriesPoint;
+    use crate::bench::report::SeriesPoint;
 
     #[test]
     fn steps_are_round() {

@@ -1,4 +1,4 @@
-//! Size labels and number formatting shared by the commands.
+//! Size labels and number formatting shared by the benchmarks.
 //!
 //! Figure names carry sizes the way the anchors write them: bytes with binary units
 //! (`4KiB`, `64MiB`, `1GiB`) and element counts in units of 2^20 (`16M`, `256M`).
