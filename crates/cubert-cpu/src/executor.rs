@@ -17,7 +17,7 @@
 //! report that every access missed.
 
 use crate::kernel::{
-    AccessChecker, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, RawBuffer,
+    AccessChecker, CpuKernel, CubeContext, KernelError, MAX_COUNTED_VIOLATIONS, RawArray,
 };
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::thread_role::TaskScope;
@@ -35,7 +35,7 @@ pub fn execute(
     pool: &rayon::ThreadPool,
     kernel: &CpuKernel,
     count: (u32, u32, u32),
-    buffers: &[RawBuffer],
+    buffers: &[RawArray],
     info: &[u64],
     mode: ExecutionMode,
 ) -> Result<(), ServerError> {

@@ -54,6 +54,13 @@ impl Runtime for CpuRuntime {
         crate::kernels::variant_kernel(kernel, variant)
     }
 
+    fn language_kernel(
+        definition: &cubert_lang::KernelDefinition,
+        cube_dim: cubert_runtime::CubeDim,
+    ) -> Result<crate::CpuKernel, LaunchError> {
+        Ok(crate::kernel::language_kernel(definition, cube_dim))
+    }
+
     /// Virtual devices differ only by the index in their name: the fingerprint names the
     /// host's processor instead, and the backend's version (its kernels' code).
     fn tune_fingerprint(properties: &DeviceProperties, _info: &CpuInfo) -> DeviceFingerprint {

@@ -9,7 +9,7 @@
 use crate::device::{CpuDevice, CpuInfo};
 use crate::executor;
 use crate::fault::FaultPlan;
-use crate::kernel::{CpuKernel, RawBuffer};
+use crate::kernel::{CpuKernel, RawArray};
 use crate::properties::{cpu_properties, memory_limit, worker_threads};
 use crate::storage::{HostResource, HostStorage};
 use cubert_runtime::backtrace::BackTrace;
@@ -234,7 +234,7 @@ impl CpuServer {
         let mut buffers = Vec::with_capacity(arguments.buffers.len());
         for binding in &arguments.buffers {
             let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
-            buffers.push(RawBuffer {
+            buffers.push(RawArray {
                 ptr: resource.as_ptr(),
                 len: resource.len(),
             });

@@ -74,6 +74,25 @@ pub trait Runtime: Sized + Send + Sync + 'static {
         }
     }
 
+    /// Builds the kernel of the language described by `definition` (a `#[kernel]`
+    /// function specialized for its generic types and compile-time values) for cubes of
+    /// `cube_dim` units. Clients cache the result per specialization and cube dim.
+    ///
+    /// # Errors
+    /// [`LaunchError`] naming the kernel if this backend can't run the language or can't
+    /// build this kernel (its code generator rejects the IR, the compile fails). The
+    /// default: this backend has no code generator for the language.
+    fn language_kernel(
+        definition: &cubert_lang::KernelDefinition,
+        _cube_dim: crate::kernel::CubeDim,
+    ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError> {
+        Err(LaunchError::unknown(format!(
+            "kernel `{}`: the {} backend can't run kernels of the language",
+            definition.name(),
+            Self::name()
+        )))
+    }
+
     /// What identifies a device's kind and software stack for the autotune cache: devices
     /// with equal fingerprints share tuning results (in memory and on disk). The default
     /// hashes the properties and names no driver; backends add their driver version and

@@ -20,6 +20,10 @@
 
 pub use cubert_runtime::*;
 
+/// Makes a function a kernel of the language, run on every backend: see [`lang`] and
+/// `docs/kernel-language.md`.
+pub use cubert_macros::kernel;
+
 /// The CPU backend.
 pub use cubert_cpu as cpu;
 pub use cubert_cpu::{CpuDevice, CpuRuntime};

@@ -12,21 +12,9 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
-/// A raw buffer of a launch: start and length in bytes.
-#[derive(Clone, Copy, Debug)]
-pub struct RawBuffer {
-    /// First byte.
-    pub ptr: *mut u8,
-    /// Length in bytes.
-    pub len: usize,
-}
-
-// SAFETY: a RawBuffer is only dereferenced through `Buffer`, whose accessors are atomic or
-// bounded by the kernel contract (disjoint ranges per cube); the memory outlives the launch
-// because the launch holds the bindings.
-unsafe impl Send for RawBuffer {}
-// SAFETY: as above.
-unsafe impl Sync for RawBuffer {}
+/// A raw buffer of a launch: start and length in bytes (the language's type, shared so that
+/// native kernels of the language read the same buffers as hand-written ones).
+pub use cubert_lang::native::RawArray;
 
 /// A typed view of one buffer of a launch.
 pub struct Buffer<'a, T: Element> {
@@ -81,7 +69,7 @@ unsafe fn atomic_store<T: Element>(ptr: *mut T, value: T) {
 impl<'a, T: Element> Buffer<'a, T> {
     /// A view of `raw` as elements of `T`, or `None` if its start isn't aligned for `T`.
     /// Trailing bytes that don't make a whole element are not part of the view.
-    pub(crate) fn new(raw: RawBuffer, index: usize, checker: &'a AccessChecker) -> Option<Self> {
+    pub(crate) fn new(raw: RawArray, index: usize, checker: &'a AccessChecker) -> Option<Self> {
         if !(raw.ptr as usize).is_multiple_of(align_of::<T>()) {
             return None;
         }

@@ -7,7 +7,7 @@
 
 use super::KernelError;
 use super::access::AccessChecker;
-use super::buffer::{Buffer, RawBuffer};
+use super::buffer::{Buffer, RawArray};
 use cubert_runtime::kernel::standard::decode_scalar;
 use cubert_runtime::{CubeDim, Element};
 
@@ -35,7 +35,7 @@ pub struct CubeContext<'a> {
     pub(crate) cube_pos: (u32, u32, u32),
     pub(crate) cube_count: (u32, u32, u32),
     pub(crate) cube_dim: CubeDim,
-    pub(crate) buffers: &'a [RawBuffer],
+    pub(crate) buffers: &'a [RawArray],
     pub(crate) info: &'a [u64],
     pub(crate) shared: &'a mut [u128],
     pub(crate) shared_bytes: usize,

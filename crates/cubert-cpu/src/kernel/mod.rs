@@ -28,10 +28,12 @@
 mod access;
 mod buffer;
 mod context;
+mod language;
 
 pub use access::{AccessChecker, MAX_COUNTED_VIOLATIONS};
-pub use buffer::{Buffer, RawBuffer};
+pub use buffer::{Buffer, RawArray};
 pub use context::{CubeContext, UnitPos};
+pub use language::language_kernel;
 
 use cubert_runtime::{CubeDim, KernelId, KernelMetadata};
 use std::fmt;

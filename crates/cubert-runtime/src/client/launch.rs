@@ -173,6 +173,30 @@ impl<R: Runtime> ComputeClient<R> {
         self.launch_inner(kernel, count, arguments, ExecutionMode::Checked)
     }
 
+    /// Launches a kernel of the language: the kernel built for `key` and `cube_dim` on this
+    /// device (built from `definition()` by the backend on first use, then cached), over
+    /// `count` cubes with `arguments`. This is what a `#[kernel]` function's `launch` calls.
+    ///
+    /// # Errors
+    /// The backend's build error (naming the kernel), or the launch's errors as
+    /// [`Self::launch`].
+    pub fn launch_language(
+        &self,
+        key: cubert_lang::KernelKey,
+        definition: impl FnOnce() -> cubert_lang::KernelDefinition,
+        cube_dim: crate::kernel::CubeDim,
+        count: CubeCount,
+        arguments: KernelArguments,
+    ) -> Result<(), LaunchError> {
+        let kernel = self
+            .utilities
+            .language_kernels
+            .get_or_build(key, cube_dim, || {
+                R::language_kernel(&definition(), cube_dim)
+            })?;
+        self.launch_inner(kernel, count, arguments, ExecutionMode::Checked)
+    }
+
     /// Launches `kernel` without bounds checks (unless `[compilation] bounds_check` asks for
     /// them).
     ///

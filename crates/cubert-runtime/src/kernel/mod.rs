@@ -5,16 +5,19 @@
 //! ([`CubeCount`]), each of [`CubeDim`] units, over the buffers and scalars of
 //! [`KernelArguments`], in an [`ExecutionMode`]. The standard kernels (`standard`) may come
 //! in several [`StandardVariant`]s, each with the [`Priority`] the autotuner tries it at
-//! (`variant`).
+//! (`variant`). Kernels of the language (`cubert_lang`, `#[kernel]`) are built by the
+//! backend from a definition once per specialization and cube dim (`language_cache`).
 
 mod arguments;
 mod cube;
+mod language_cache;
 pub mod standard;
 mod tensor_map;
 pub mod variant;
 
 pub use arguments::{KernelArguments, MetadataBindingInfo};
 pub use cube::{CubeCount, CubeCountSelection, CubeDim, cube_count_spread};
+pub use language_cache::LanguageKernelCache;
 pub use tensor_map::{
     OobFill, TensorMapBinding, TensorMapFormat, TensorMapInterleave, TensorMapMeta,
     TensorMapPrefetch, TensorMapSwizzle,

@@ -64,7 +64,7 @@ pub trait StagingProvider: Send + Sync {
 /// The backend object that owns a device. See the module docs.
 pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 'static {
     /// Kernels this backend runs.
-    type Kernel: KernelMetadata;
+    type Kernel: KernelMetadata + Clone;
     /// Backend-specific information readable by clients.
     type Info: Debug + Send + Sync + 'static;
     /// How new tensors are laid out.
@@ -249,6 +249,8 @@ pub struct ServerUtilities<S: ComputeServer> {
     pub initialized_comms: RwLock<HashSet<CommunicationId>>,
     /// Pinned staging, where the backend has it.
     pub staging: Option<Arc<dyn StagingProvider>>,
+    /// Language kernels built for this device, by specialization and cube dim.
+    pub language_kernels: crate::kernel::LanguageKernelCache<S::Kernel>,
 }
 
 impl<S: ComputeServer> ServerUtilities<S> {
@@ -271,6 +273,7 @@ impl<S: ComputeServer> ServerUtilities<S> {
             check_mode,
             initialized_comms: RwLock::new(HashSet::new()),
             staging: None,
+            language_kernels: Default::default(),
         }
     }
 

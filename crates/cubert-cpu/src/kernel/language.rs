@@ -1,0 +1,47 @@
+//! Kernels of the language on the CPU: a definition's native function as a [`CpuKernel`].
+//!
+//! The macro already wrote the kernel as Rust and rustc compiled it with the user's crate;
+//! here each cube of a launch calls it with the launch's buffers, scalars and access
+//! checker. Out-of-bounds accesses go to the launch's [`AccessChecker`], so the execution
+//! modes behave as for every CPU kernel.
+
+use super::access::AccessChecker;
+use super::{CpuKernel, KernelError};
+use cubert_lang::KernelDefinition;
+use cubert_lang::native::{AccessMonitor, Args, Unit};
+use cubert_runtime::CubeDim;
+
+impl AccessMonitor for AccessChecker {
+    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool) {
+        if !self.checks() {
+            return;
+        }
+        let what = if store { "store" } else { "load" };
+        self.violation(|| {
+            format!("{what} of element {index} of buffer {buffer}, which has {len} elements")
+        });
+    }
+
+    fn gave_up(&self) -> bool {
+        AccessChecker::gave_up(self)
+    }
+}
+
+/// The CPU kernel running `definition`'s native function with cubes of `cube_dim` units.
+pub fn language_kernel(definition: &KernelDefinition, cube_dim: CubeDim) -> CpuKernel {
+    let native = definition.native().clone();
+    CpuKernel::new(definition.id(), cube_dim, move |ctx| {
+        // SAFETY: the executor hands each cube the launch's buffers, which the launch's
+        // bindings keep alive until every cube ran; kernels write them only through atomic
+        // accesses (`Array`) or, for hand-written kernels, disjoint ranges per cube.
+        let args = unsafe { Args::new(ctx.buffers, ctx.info, ctx.checker) };
+        let cube = Unit {
+            unit_pos: (0, 0, 0),
+            cube_pos: ctx.cube_pos,
+            cube_dim: (cube_dim.x, cube_dim.y, cube_dim.z),
+            cube_count: ctx.cube_count,
+        };
+        native(&cube, &args);
+        Ok::<(), KernelError>(())
+    })
+}

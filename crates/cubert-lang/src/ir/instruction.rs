@@ -1,0 +1,78 @@
+//! Instructions and blocks: the statements of the IR.
+
+use super::operation::Operation;
+use super::value::{Value, VarId};
+
+/// A sequence of instructions run in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Block {
+    /// The instructions.
+    pub instructions: Vec<Instruction>,
+}
+
+/// One statement.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Instruction {
+    /// `out = op`.
+    Assign {
+        /// The variable written.
+        out: VarId,
+        /// What is computed.
+        op: Operation,
+    },
+    /// Writes `value` to element `index` of array parameter `array`.
+    Store {
+        /// The array's buffer slot.
+        array: u32,
+        /// The element index (`u32`).
+        index: Value,
+        /// The value written.
+        value: Value,
+    },
+    /// Writes `value` to element `index` of the local array in variable `array`.
+    LocalStore {
+        /// The local array variable.
+        array: VarId,
+        /// The element index (`u32`).
+        index: Value,
+        /// The value written.
+        value: Value,
+    },
+    /// Runs `then` if `cond` (a `bool`) holds, `otherwise` if not.
+    If {
+        /// The condition.
+        cond: Value,
+        /// Run when it holds.
+        then: Block,
+        /// Run when it doesn't.
+        otherwise: Block,
+    },
+    /// Runs `body` until a `Break`.
+    Loop {
+        /// The body.
+        body: Block,
+    },
+    /// `for var in (start..end).step_by(step)` (`..=` if `inclusive`); `var` is assigned
+    /// each value in turn and must not be written by the body. `step` is positive.
+    RangeLoop {
+        /// The counter.
+        var: VarId,
+        /// First value.
+        start: Value,
+        /// Bound (exclusive unless `inclusive`).
+        end: Value,
+        /// Step, at least 1.
+        step: Value,
+        /// Whether `end` is included.
+        inclusive: bool,
+        /// The body.
+        body: Block,
+    },
+    /// Leaves the innermost loop.
+    Break,
+    /// Starts the innermost loop's next iteration.
+    Continue,
+    /// Ends the unit's work.
+    Return,
+}

@@ -1,0 +1,245 @@
+//! Arrays as the native path sees them, and the launch arguments they come from.
+//!
+//! An [`Array`] is a typed view of one buffer of a launch. Its accesses are bounds-checked
+//! and use relaxed atomic loads and stores for 1-, 2-, 4- and 8-byte elements, so units of
+//! different cubes (running on different threads) racing on one element give an unspecified
+//! value, never undefined behaviour. An out-of-bounds access is reported to the launch's
+//! [`AccessMonitor`] and skipped (a load gives zero), like a checked GPU launch.
+
+use crate::scalar::Scalar;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+/// Where a launch's out-of-bounds accesses go (the CPU backend's access checker).
+pub trait AccessMonitor: Sync {
+    /// Records an access to element `index` of buffer `buffer`, which has `len` elements.
+    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool);
+
+    /// Whether the launch's outcome is decided (too many out-of-bounds accesses): the
+    /// remaining units of a cube don't run.
+    fn gave_up(&self) -> bool {
+        false
+    }
+}
+
+/// One buffer of a launch: its first byte and its length in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct RawArray {
+    /// First byte.
+    pub ptr: *mut u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+// SAFETY: a RawArray is only dereferenced through `Array` (atomic accesses) or by CPU
+// kernels under their contract (disjoint ranges per cube); the memory outlives the launch
+// because the launch holds the bindings.
+unsafe impl Send for RawArray {}
+// SAFETY: as above.
+unsafe impl Sync for RawArray {}
+
+/// The arguments of one launch, as the native kernel reads them: buffers in binding order,
+/// scalars as info words.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    buffers: &'a [RawArray],
+    info: &'a [u64],
+    monitor: &'a dyn AccessMonitor,
+}
+
+impl<'a> Args<'a> {
+    /// The arguments of a launch.
+    ///
+    /// # Safety
+    /// Each buffer's `ptr .. ptr + len` must be memory that stays valid, and is written
+    /// only through [`Array`]s or other atomic accesses, while the returned value (and any
+    /// array taken from it) lives.
+    pub unsafe fn new(
+        buffers: &'a [RawArray],
+        info: &'a [u64],
+        monitor: &'a dyn AccessMonitor,
+    ) -> Self {
+        Self {
+            buffers,
+            info,
+            monitor,
+        }
+    }
+
+    /// Buffer `slot` as an array of `T`; a missing or misaligned buffer is an empty array
+    /// (every access reports out of bounds), which `KernelDefinition` validation rules out
+    /// before launch.
+    #[inline]
+    pub fn array<T: Scalar>(&self, slot: usize) -> Array<'a, T> {
+        let (ptr, len) = match self.buffers.get(slot) {
+            Some(raw) if (raw.ptr as usize).is_multiple_of(align_of::<T>()) => {
+                (raw.ptr.cast::<T>(), raw.len / size_of::<T>().max(1))
+            }
+            _ => (std::ptr::NonNull::<T>::dangling().as_ptr(), 0),
+        };
+        Array {
+            ptr,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            slot,
+            monitor: self.monitor,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The launch's access monitor.
+    pub fn monitor(&self) -> &'a dyn AccessMonitor {
+        self.monitor
+    }
+
+    /// Scalar `index` (info word `index`), or zero if the launch passed fewer words.
+    #[inline]
+    pub fn scalar<T: Scalar>(&self, index: usize) -> T {
+        T::from_bits(self.info.get(index).copied().unwrap_or(0))
+    }
+}
+
+/// A kernel's view of one buffer, typed. See the module docs.
+pub struct Array<'a, T> {
+    ptr: *mut T,
+    len: u32,
+    slot: usize,
+    monitor: &'a dyn AccessMonitor,
+    _marker: PhantomData<&'a T>,
+}
+
+impl<T> Clone for Array<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Array<'_, T> {}
+
+impl<T: Scalar> Array<'_, T> {
+    /// Number of elements (at most `u32::MAX`: kernels index with `u32`).
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the array has no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[cold]
+    fn out_of_bounds(&self, index: u32, store: bool) {
+        self.monitor
+            .out_of_bounds(self.slot, u64::from(index), u64::from(self.len), store);
+    }
+}
+
+/// # Safety
+/// `ptr` must be an in-bounds element of an [`Array`] (aligned, valid for the launch).
+#[inline]
+unsafe fn atomic_load<T: Scalar>(ptr: *mut T) -> T {
+    // SAFETY: (all arms) the caller passes an in-bounds, aligned element pointer to memory
+    // valid for the launch (`Args::new`'s contract); each atomic type has T's size, and the
+    // bits become a T through `from_bits`, so any bit pattern (a `bool` byte of 2 included)
+    // gives a valid value.
+    unsafe {
+        match size_of::<T>() {
+            1 => T::from_bits(u64::from(
+                AtomicU8::from_ptr(ptr.cast()).load(Ordering::Relaxed),
+            )),
+            2 => T::from_bits(u64::from(
+                AtomicU16::from_ptr(ptr.cast()).load(Ordering::Relaxed),
+            )),
+            4 => T::from_bits(u64::from(
+                AtomicU32::from_ptr(ptr.cast()).load(Ordering::Relaxed),
+            )),
+            8 => T::from_bits(AtomicU64::from_ptr(ptr.cast()).load(Ordering::Relaxed)),
+            _ => ptr.read(),
+        }
+    }
+}
+
+/// # Safety
+/// As [`atomic_load`].
+#[inline]
+unsafe fn atomic_store<T: Scalar>(ptr: *mut T, value: T) {
+    let bits = value.to_bits();
+    // SAFETY: (all arms) as in `atomic_load`; the value is written as its bits.
+    unsafe {
+        match size_of::<T>() {
+            1 => AtomicU8::from_ptr(ptr.cast()).store(bits as u8, Ordering::Relaxed),
+            2 => AtomicU16::from_ptr(ptr.cast()).store(bits as u16, Ordering::Relaxed),
+            4 => AtomicU32::from_ptr(ptr.cast()).store(bits as u32, Ordering::Relaxed),
+            8 => AtomicU64::from_ptr(ptr.cast()).store(bits, Ordering::Relaxed),
+            _ => ptr.write(value),
+        }
+    }
+}
+
+/// What kernel code can index: arrays, local arrays. `x[i]` in a kernel is
+/// `Indexable::load(&x, i)`, `x[i] = v` is `Indexable::store(&mut x, i, v)`.
+#[allow(clippy::len_without_is_empty)] // `is_empty` is the free function of the same name
+pub trait Indexable {
+    /// The element type.
+    type Elem: Scalar;
+    /// Number of elements.
+    fn len(&self) -> u32;
+    /// Element `index`; out of bounds: zero (and reported, for global arrays).
+    fn load(&self, index: u32) -> Self::Elem;
+    /// Sets element `index`; out of bounds: nothing is written (and it is reported, for
+    /// global arrays).
+    fn store(&mut self, index: u32, value: Self::Elem);
+}
+
+impl<T: Scalar> Indexable for Array<'_, T> {
+    type Elem = T;
+
+    #[inline]
+    fn len(&self) -> u32 {
+        self.len
+    }
+
+    #[inline]
+    fn load(&self, index: u32) -> T {
+        if index < self.len {
+            // SAFETY: `index < len`, so the element is inside the buffer `Args::array` made
+            // this view of.
+            unsafe { atomic_load(self.ptr.add(index as usize)) }
+        } else {
+            self.out_of_bounds(index, false);
+            T::default()
+        }
+    }
+
+    #[inline]
+    fn store(&mut self, index: u32, value: T) {
+        if index < self.len {
+            // SAFETY: as in `load`.
+            unsafe { atomic_store(self.ptr.add(index as usize), value) };
+        } else {
+            self.out_of_bounds(index, true);
+        }
+    }
+}
+
+impl<T: Scalar, const N: usize> Indexable for [T; N] {
+    type Elem = T;
+
+    #[inline]
+    fn len(&self) -> u32 {
+        u32::try_from(N).unwrap_or(u32::MAX)
+    }
+
+    #[inline]
+    fn load(&self, index: u32) -> T {
+        self.get(index as usize).copied().unwrap_or_default()
+    }
+
+    #[inline]
+    fn store(&mut self, index: u32, value: T) {
+        if let Some(slot) = self.get_mut(index as usize) {
+            *slot = value;
+        }
+    }
+}

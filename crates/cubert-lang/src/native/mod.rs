@@ -1,0 +1,18 @@
+//! The native path: what the CPU runs for a kernel.
+//!
+//! The macro writes a kernel's body out as Rust over these items: builtins read the
+//! [`Unit`]'s position, array parameters are [`Array`]s (bounds-checked, relaxed atomic
+//! accesses), every operation calls the function of the same name here (`add`, `lt`,
+//! `cast`, ...), which gives the language's semantics (wrapping integers, division by zero
+//! gives zero, ...) instead of Rust's (a panic in debug builds). The CPU backend builds the
+//! [`Args`] of a launch and calls the kernel's [`crate::NativeKernel`] once per unit.
+//! The expansion side ([`crate::expand`]) has a function of the same name and arity for
+//! each of these, which is what lets the macro write one body twice.
+
+mod array;
+mod ops;
+mod unit;
+
+pub use array::{AccessMonitor, Args, Array, Indexable, RawArray};
+pub use ops::*;
+pub use unit::{Unit, run_cube};

@@ -1,0 +1,414 @@
+//! The language's operations on native values, one function per operation.
+//!
+//! The macro writes `a + b` in a kernel as `add(a, b)`, `a < b` as `lt(a, b)`, `x as T` as
+//! `cast::<T, _>(x)`, and so on, here for the native path and in [`crate::expand`] for the
+//! expansion. The semantics are the language's (see [`crate::scalar`]).
+
+use crate::scalar::{Float, Int, Numeric, Scalar};
+use half::{bf16, f16};
+
+/// `a + b`.
+#[inline]
+pub fn add<T: Numeric>(a: T, b: T) -> T {
+    T::add(a, b)
+}
+/// `a - b`.
+#[inline]
+pub fn sub<T: Numeric>(a: T, b: T) -> T {
+    T::sub(a, b)
+}
+/// `a * b`.
+#[inline]
+pub fn mul<T: Numeric>(a: T, b: T) -> T {
+    T::mul(a, b)
+}
+/// `a / b`.
+#[inline]
+pub fn div<T: Numeric>(a: T, b: T) -> T {
+    T::div(a, b)
+}
+/// `a % b`.
+#[inline]
+pub fn rem<T: Numeric>(a: T, b: T) -> T {
+    T::rem(a, b)
+}
+/// `-a`.
+#[inline]
+pub fn neg<T: Numeric>(a: T) -> T {
+    T::neg(a)
+}
+/// `!a`: logical not of a `bool`, bitwise not of an integer.
+#[inline]
+pub fn not<T: Not>(a: T) -> T {
+    a.not_value()
+}
+/// `a & b`.
+#[inline]
+pub fn bitand<T: Bits>(a: T, b: T) -> T {
+    T::and_bits(a, b)
+}
+/// `a | b`.
+#[inline]
+pub fn bitor<T: Bits>(a: T, b: T) -> T {
+    T::or_bits(a, b)
+}
+/// `a ^ b`.
+#[inline]
+pub fn bitxor<T: Bits>(a: T, b: T) -> T {
+    T::xor_bits(a, b)
+}
+/// `a << b` (the amount modulo the bit width).
+#[inline]
+pub fn shl<T: Int, A: Int>(a: T, amount: A) -> T {
+    T::shl(a, amount.as_u32())
+}
+/// `a >> b` (the amount modulo the bit width).
+#[inline]
+pub fn shr<T: Int, A: Int>(a: T, amount: A) -> T {
+    T::shr(a, amount.as_u32())
+}
+/// `a == b`.
+#[inline]
+pub fn eq<T: Scalar>(a: T, b: T) -> bool {
+    a == b
+}
+/// `a != b`.
+#[inline]
+pub fn ne<T: Scalar>(a: T, b: T) -> bool {
+    a != b
+}
+/// `a < b`.
+#[inline]
+pub fn lt<T: Scalar>(a: T, b: T) -> bool {
+    a < b
+}
+/// `a <= b`.
+#[inline]
+pub fn le<T: Scalar>(a: T, b: T) -> bool {
+    a <= b
+}
+/// `a > b`.
+#[inline]
+pub fn gt<T: Scalar>(a: T, b: T) -> bool {
+    a > b
+}
+/// `a >= b`.
+#[inline]
+pub fn ge<T: Scalar>(a: T, b: T) -> bool {
+    a >= b
+}
+/// `cond ? a : b`; both are evaluated (they are values already).
+#[inline]
+pub fn select<T: Scalar>(cond: bool, a: T, b: T) -> T {
+    if cond { a } else { b }
+}
+/// A literal of the type the context asks for (`2.0` in `x * 2.0`).
+#[inline]
+pub fn lit_float<T: Numeric>(value: f64) -> T {
+    T::from_f64(value)
+}
+/// An integer literal of the type the context asks for.
+#[inline]
+pub fn lit_int<T: Numeric>(value: i128) -> T {
+    T::from_i128(value)
+}
+/// A `bool` literal.
+#[inline]
+pub fn lit_bool(value: bool) -> bool {
+    value
+}
+/// A value that is already what the native path needs (a compile-time parameter).
+#[inline]
+pub fn constant<T: Scalar>(value: T) -> T {
+    value
+}
+/// A `let` binding: the native path copies values by itself.
+#[inline]
+pub fn bind<T: Copy>(value: T) -> T {
+    value
+}
+/// A local array of `N` copies of `value`.
+#[inline]
+pub fn local_array<T: Scalar, const N: usize>(value: T) -> [T; N] {
+    [value; N]
+}
+/// `x[i]`.
+#[inline]
+pub fn load<A: super::Indexable>(array: &A, index: u32) -> A::Elem {
+    array.load(index)
+}
+/// `x[i] = value`.
+#[inline]
+pub fn store<A: super::Indexable>(array: &mut A, index: u32, value: A::Elem) {
+    array.store(index, value);
+}
+/// `x.len()`: the number of elements of an array.
+#[inline]
+pub fn len<A: super::Indexable>(array: &A) -> u32 {
+    array.len()
+}
+/// `x.is_empty()`.
+#[inline]
+pub fn is_empty<A: super::Indexable>(array: &A) -> bool {
+    array.len() == 0
+}
+/// `x.abs()` (wrapping for integers: `MIN.abs() == MIN`).
+#[inline]
+pub fn abs<T: Numeric>(a: T) -> T {
+    T::abs_of(a)
+}
+/// `a.min(b)` (floats: the other one if one is NaN).
+#[inline]
+pub fn min<T: Numeric>(a: T, b: T) -> T {
+    T::min_of(a, b)
+}
+/// `a.max(b)` (floats: the other one if one is NaN).
+#[inline]
+pub fn max<T: Numeric>(a: T, b: T) -> T {
+    T::max_of(a, b)
+}
+/// `x as T`, with the language's conversions (see [`CastFrom`]).
+#[inline]
+pub fn cast<T: CastFrom<S>, S: Scalar>(value: S) -> T {
+    T::cast_from(value)
+}
+
+/// The values of `start .. end` (or `..= end`) by `step`; a zero step counts as 1, so a
+/// loop always ends (the generated GPU code does the same).
+#[inline]
+pub fn range<T: Int>(start: T, end: T, step: T, inclusive: bool) -> RangeIter<T> {
+    let one = T::from_i128(1);
+    RangeIter {
+        next: start,
+        end,
+        step: if step <= T::from_i128(0) { one } else { step },
+        inclusive,
+        done: false,
+    }
+}
+
+/// The iterator of [`range`].
+#[derive(Clone, Debug)]
+pub struct RangeIter<T> {
+    next: T,
+    end: T,
+    step: T,
+    inclusive: bool,
+    done: bool,
+}
+
+impl<T: Int> Iterator for RangeIter<T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        let inside = if self.inclusive {
+            self.next <= self.end
+        } else {
+            self.next < self.end
+        };
+        if self.done || !inside {
+            return None;
+        }
+        let value = self.next;
+        let next = T::add(value, self.step);
+        // Wrapped past the type's end: that was the last value.
+        self.done = next <= value;
+        self.next = next;
+        Some(value)
+    }
+}
+
+/// Logical or bitwise not.
+pub trait Not: Scalar {
+    /// `!self`.
+    fn not_value(self) -> Self;
+}
+
+impl Not for bool {
+    fn not_value(self) -> Self {
+        !self
+    }
+}
+
+/// Bitwise and/or/xor: integers and `bool`.
+pub trait Bits: Scalar {
+    /// `a & b`.
+    fn and_bits(a: Self, b: Self) -> Self;
+    /// `a | b`.
+    fn or_bits(a: Self, b: Self) -> Self;
+    /// `a ^ b`.
+    fn xor_bits(a: Self, b: Self) -> Self;
+}
+
+impl Bits for bool {
+    fn and_bits(a: Self, b: Self) -> Self {
+        a & b
+    }
+    fn or_bits(a: Self, b: Self) -> Self {
+        a | b
+    }
+    fn xor_bits(a: Self, b: Self) -> Self {
+        a ^ b
+    }
+}
+
+macro_rules! int_bits {
+    ($($ty:ty),*) => {$(
+        impl Not for $ty {
+            #[inline]
+            fn not_value(self) -> Self { !self }
+        }
+        impl Bits for $ty {
+            #[inline]
+            fn and_bits(a: Self, b: Self) -> Self { a & b }
+            #[inline]
+            fn or_bits(a: Self, b: Self) -> Self { a | b }
+            #[inline]
+            fn xor_bits(a: Self, b: Self) -> Self { a ^ b }
+        }
+    )*};
+}
+int_bits!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// A conversion of the language (`x as T`): between any two scalar types. Integers wrap
+/// (Rust `as`); floats to integers saturate and NaN gives 0; `bool` is 0 or 1 and a number
+/// is `true` when it isn't zero; to a half type rounds once to nearest even (from f64 too,
+/// through [`crate::half_rounding`]).
+pub trait CastFrom<S>: Scalar {
+    /// `value as Self`.
+    fn cast_from(value: S) -> Self;
+}
+
+/// The value as f64 (exact for every type but the 64-bit integers) and as i128/u128 where
+/// integers need exactness.
+trait Wide: Scalar {
+    fn wide(self) -> Wide128;
+}
+
+/// A scalar widened without loss: integers as i128, floats as f64, bools as 0/1.
+#[derive(Clone, Copy)]
+enum Wide128 {
+    Int(i128),
+    Float(f64),
+}
+
+macro_rules! wide_int {
+    ($($ty:ty),*) => {$(
+        impl Wide for $ty {
+            #[inline]
+            fn wide(self) -> Wide128 { Wide128::Int(self as i128) }
+        }
+    )*};
+}
+wide_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl Wide for bool {
+    #[inline]
+    fn wide(self) -> Wide128 {
+        Wide128::Int(i128::from(self))
+    }
+}
+impl Wide for f32 {
+    #[inline]
+    fn wide(self) -> Wide128 {
+        Wide128::Float(f64::from(self))
+    }
+}
+impl Wide for f64 {
+    #[inline]
+    fn wide(self) -> Wide128 {
+        Wide128::Float(self)
+    }
+}
+impl Wide for f16 {
+    #[inline]
+    fn wide(self) -> Wide128 {
+        Wide128::Float(self.to_f64())
+    }
+}
+impl Wide for bf16 {
+    #[inline]
+    fn wide(self) -> Wide128 {
+        Wide128::Float(self.to_f64())
+    }
+}
+
+macro_rules! cast_to_int {
+    ($($ty:ty),*) => {$(
+        impl<S: Wide> CastFrom<S> for $ty {
+            #[inline]
+            fn cast_from(value: S) -> Self {
+                match value.wide() {
+                    Wide128::Int(v) => v as $ty,
+                    Wide128::Float(v) => v as $ty,
+                }
+            }
+        }
+    )*};
+}
+cast_to_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl<S: Wide> CastFrom<S> for bool {
+    #[inline]
+    fn cast_from(value: S) -> Self {
+        match value.wide() {
+            Wide128::Int(v) => v != 0,
+            Wide128::Float(v) => v != 0.0,
+        }
+    }
+}
+
+impl<S: Wide> CastFrom<S> for f64 {
+    #[inline]
+    fn cast_from(value: S) -> Self {
+        match value.wide() {
+            Wide128::Int(v) => v as f64,
+            Wide128::Float(v) => v,
+        }
+    }
+}
+
+impl<S: Wide> CastFrom<S> for f32 {
+    #[inline]
+    fn cast_from(value: S) -> Self {
+        match value.wide() {
+            // i128 -> f32 rounds once (an i64 through f64 would round twice).
+            Wide128::Int(v) => v as f32,
+            Wide128::Float(v) => v as f32,
+        }
+    }
+}
+
+impl<S: Wide> CastFrom<S> for f16 {
+    #[inline]
+    fn cast_from(value: S) -> Self {
+        match value.wide() {
+            Wide128::Int(v) => crate::half_rounding::f64_to_f16(int_to_f64_for_half(v)),
+            Wide128::Float(v) => crate::half_rounding::f64_to_f16(v),
+        }
+    }
+}
+
+impl<S: Wide> CastFrom<S> for bf16 {
+    #[inline]
+    fn cast_from(value: S) -> Self {
+        match value.wide() {
+            Wide128::Int(v) => crate::half_rounding::f64_to_bf16(int_to_f64_for_half(v)),
+            Wide128::Float(v) => crate::half_rounding::f64_to_bf16(v),
+        }
+    }
+}
+
+/// An integer as f64 on its way to a half type: exact up to 2^53; beyond, it rounds twice
+/// (to f64, then to the half type), exactly as the CUDA generator's `(double)` conversion
+/// does, so both backends give the same bits.
+fn int_to_f64_for_half(value: i128) -> f64 {
+    value as f64
+}
+
+/// `Float::new` spelled as a function (for `F::new(x)` on the expansion side too).
+#[inline]
+pub fn float_new<F: Float>(value: f64) -> F {
+    F::new(value)
+}

@@ -1,0 +1,320 @@
+//! The scalar traits kernels are generic over: [`Scalar`], [`Numeric`], [`Float`], [`Int`].
+//!
+//! Each trait carries the native (CPU) semantics of the language's operations, so that the
+//! native expansion of a kernel computes exactly what the generated GPU code computes:
+//! integers wrap, integer division by zero gives zero, shifts take their amount modulo the
+//! bit width, half types compute in `f32` and round back after every operation. The
+//! expansion side ([`crate::expand::Val`]) records the same operations as IR.
+
+use crate::elem::ElemType;
+use half::{bf16, f16};
+use std::fmt::Debug;
+
+/// A type a kernel can hold in a variable or an array: the 12 element types and `bool`.
+pub trait Scalar: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
+    /// The element type.
+    const ELEM: ElemType;
+
+    /// The value's bits, zero-extended (how constants and launch scalars carry it).
+    fn to_bits(self) -> u64;
+
+    /// The value of `bits` (the low `ELEM.size()` bytes).
+    fn from_bits(bits: u64) -> Self;
+}
+
+/// A scalar with arithmetic: every type but `bool`.
+pub trait Numeric: Scalar {
+    /// `a + b` (wrapping for integers).
+    fn add(a: Self, b: Self) -> Self;
+    /// `a - b` (wrapping for integers).
+    fn sub(a: Self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(a: Self, b: Self) -> Self;
+    /// `a / b`; integers truncate, `x / 0 == 0` and `MIN / -1 == MIN`.
+    fn div(a: Self, b: Self) -> Self;
+    /// `a % b`; integers: `x % 0 == 0`; floats: `fmod`.
+    fn rem(a: Self, b: Self) -> Self;
+    /// `-a` (wrapping for integers).
+    fn neg(a: Self) -> Self;
+    /// The smaller of `a` and `b` (floats: the other one if one is NaN).
+    fn min_of(a: Self, b: Self) -> Self;
+    /// The larger of `a` and `b` (floats: the other one if one is NaN).
+    fn max_of(a: Self, b: Self) -> Self;
+    /// `|a|` (wrapping for integers: `MIN.abs() == MIN`).
+    fn abs_of(a: Self) -> Self;
+    /// The value of `value`, converted as a kernel literal is (`as` semantics).
+    fn from_f64(value: f64) -> Self;
+    /// The value of the integer literal `value` (wrapping into the type).
+    fn from_i128(value: i128) -> Self;
+}
+
+/// An integer type.
+pub trait Int: Numeric + Ord + Eq {
+    /// `a & b`.
+    fn bitand(a: Self, b: Self) -> Self;
+    /// `a | b`.
+    fn bitor(a: Self, b: Self) -> Self;
+    /// `a ^ b`.
+    fn bitxor(a: Self, b: Self) -> Self;
+    /// `!a`.
+    fn bitnot(a: Self) -> Self;
+    /// `a << (amount % bits)`.
+    fn shl(a: Self, amount: u32) -> Self;
+    /// `a >> (amount % bits)`, arithmetic for signed types.
+    fn shr(a: Self, amount: u32) -> Self;
+    /// The value as a `u32` index (wrapping).
+    fn as_u32(self) -> u32;
+}
+
+/// A floating-point type: `f16`, `bf16`, `f32`, `f64`. Its methods have the names of Rust's
+/// `f32` methods, so a kernel generic over `F: Float` reads like ordinary float code.
+#[allow(missing_docs)] // each method is the `f32` method of the same name
+pub trait Float: Numeric {
+    /// The float nearest `value`.
+    fn new(value: f64) -> Self;
+    fn sqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn log2(self) -> Self;
+    fn log10(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn tanh(self) -> Self;
+    /// The error function.
+    fn erf(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round(self) -> Self;
+    fn trunc(self) -> Self;
+    fn recip(self) -> Self;
+    fn abs(self) -> Self;
+    fn powf(self, exponent: Self) -> Self;
+    /// `self * a + b`, rounded once.
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn min(self, other: Self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+impl Scalar for bool {
+    const ELEM: ElemType = ElemType::Bool;
+    fn to_bits(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits & 0xff != 0
+    }
+}
+
+macro_rules! int_scalar {
+    ($($ty:ty => $elem:ident, $unsigned:ty;)*) => {$(
+        impl Scalar for $ty {
+            const ELEM: ElemType = ElemType::$elem;
+            fn to_bits(self) -> u64 {
+                u64::from(self as $unsigned)
+            }
+            fn from_bits(bits: u64) -> Self {
+                bits as $unsigned as $ty
+            }
+        }
+
+        impl Numeric for $ty {
+            #[inline]
+            fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            #[inline]
+            fn sub(a: Self, b: Self) -> Self { a.wrapping_sub(b) }
+            #[inline]
+            fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+            #[inline]
+            fn div(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_div(b) } }
+            #[inline]
+            fn rem(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_rem(b) } }
+            #[inline]
+            #[allow(clippy::unnecessary_cast)]
+            fn neg(a: Self) -> Self { (0 as $ty).wrapping_sub(a) }
+            #[inline]
+            fn min_of(a: Self, b: Self) -> Self { Ord::min(a, b) }
+            #[inline]
+            fn max_of(a: Self, b: Self) -> Self { Ord::max(a, b) }
+            #[inline]
+            #[allow(unused_comparisons)]
+            fn abs_of(a: Self) -> Self { if a < 0 { Self::neg(a) } else { a } }
+            fn from_f64(value: f64) -> Self { value as $ty }
+            fn from_i128(value: i128) -> Self { value as $ty }
+        }
+
+        impl Int for $ty {
+            #[inline]
+            fn bitand(a: Self, b: Self) -> Self { a & b }
+            #[inline]
+            fn bitor(a: Self, b: Self) -> Self { a | b }
+            #[inline]
+            fn bitxor(a: Self, b: Self) -> Self { a ^ b }
+            #[inline]
+            fn bitnot(a: Self) -> Self { !a }
+            #[inline]
+            fn shl(a: Self, amount: u32) -> Self { a.wrapping_shl(amount) }
+            #[inline]
+            fn shr(a: Self, amount: u32) -> Self { a.wrapping_shr(amount) }
+            #[inline]
+            fn as_u32(self) -> u32 { self as u32 }
+        }
+    )*};
+}
+
+int_scalar! {
+    i8 => I8, u8;
+    i16 => I16, u16;
+    i32 => I32, u32;
+    i64 => I64, u64;
+    u8 => U8, u8;
+    u16 => U16, u16;
+    u32 => U32, u32;
+    u64 => U64, u64;
+}
+
+/// `f32`/`f64` float methods, spelled once for both.
+macro_rules! native_float {
+    ($($ty:ty => $elem:ident, $bits:ty;)*) => {$(
+        impl Scalar for $ty {
+            const ELEM: ElemType = ElemType::$elem;
+            fn to_bits(self) -> u64 {
+                u64::from(<$ty>::to_bits(self))
+            }
+            fn from_bits(bits: u64) -> Self {
+                <$ty>::from_bits(bits as $bits)
+            }
+        }
+
+        impl Numeric for $ty {
+            #[inline]
+            fn add(a: Self, b: Self) -> Self { a + b }
+            #[inline]
+            fn sub(a: Self, b: Self) -> Self { a - b }
+            #[inline]
+            fn mul(a: Self, b: Self) -> Self { a * b }
+            #[inline]
+            fn div(a: Self, b: Self) -> Self { a / b }
+            #[inline]
+            fn rem(a: Self, b: Self) -> Self { a % b }
+            #[inline]
+            fn neg(a: Self) -> Self { -a }
+            #[inline]
+            fn min_of(a: Self, b: Self) -> Self { <$ty>::min(a, b) }
+            #[inline]
+            fn max_of(a: Self, b: Self) -> Self { <$ty>::max(a, b) }
+            #[inline]
+            fn abs_of(a: Self) -> Self { <$ty>::abs(a) }
+            fn from_f64(value: f64) -> Self { value as $ty }
+            fn from_i128(value: i128) -> Self { value as $ty }
+        }
+
+        impl Float for $ty {
+            fn new(value: f64) -> Self { value as $ty }
+            #[inline] fn sqrt(self) -> Self { <$ty>::sqrt(self) }
+            #[inline] fn exp(self) -> Self { <$ty>::exp(self) }
+            #[inline] fn ln(self) -> Self { <$ty>::ln(self) }
+            #[inline] fn log2(self) -> Self { <$ty>::log2(self) }
+            #[inline] fn log10(self) -> Self { <$ty>::log10(self) }
+            #[inline] fn sin(self) -> Self { <$ty>::sin(self) }
+            #[inline] fn cos(self) -> Self { <$ty>::cos(self) }
+            #[inline] fn tan(self) -> Self { <$ty>::tan(self) }
+            #[inline] fn tanh(self) -> Self { <$ty>::tanh(self) }
+            #[inline] fn erf(self) -> Self { erf_f64(f64::from(self)) as $ty }
+            #[inline] fn floor(self) -> Self { <$ty>::floor(self) }
+            #[inline] fn ceil(self) -> Self { <$ty>::ceil(self) }
+            #[inline] fn round(self) -> Self { <$ty>::round(self) }
+            #[inline] fn trunc(self) -> Self { <$ty>::trunc(self) }
+            #[inline] fn recip(self) -> Self { <$ty>::recip(self) }
+            #[inline] fn abs(self) -> Self { <$ty>::abs(self) }
+            #[inline] fn powf(self, exponent: Self) -> Self { <$ty>::powf(self, exponent) }
+            #[inline] fn mul_add(self, a: Self, b: Self) -> Self { <$ty>::mul_add(self, a, b) }
+            #[inline] fn min(self, other: Self) -> Self { <$ty>::min(self, other) }
+            #[inline] fn max(self, other: Self) -> Self { <$ty>::max(self, other) }
+            #[inline] fn is_nan(self) -> bool { <$ty>::is_nan(self) }
+        }
+    )*};
+}
+
+native_float! {
+    f32 => F32, u32;
+    f64 => F64, u64;
+}
+
+/// Half types: every operation computes in `f32` and rounds back once, as the CUDA
+/// generator does.
+macro_rules! half_float {
+    ($($ty:ty => $elem:ident, $from_f64:path;)*) => {$(
+        impl Scalar for $ty {
+            const ELEM: ElemType = ElemType::$elem;
+            fn to_bits(self) -> u64 {
+                u64::from(<$ty>::to_bits(self))
+            }
+            fn from_bits(bits: u64) -> Self {
+                <$ty>::from_bits(bits as u16)
+            }
+        }
+
+        impl Numeric for $ty {
+            #[inline]
+            fn add(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32() + b.to_f32()) }
+            #[inline]
+            fn sub(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32() - b.to_f32()) }
+            #[inline]
+            fn mul(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32() * b.to_f32()) }
+            #[inline]
+            fn div(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32() / b.to_f32()) }
+            #[inline]
+            fn rem(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32() % b.to_f32()) }
+            #[inline]
+            fn neg(a: Self) -> Self { -a }
+            #[inline]
+            fn min_of(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32().min(b.to_f32())) }
+            #[inline]
+            fn max_of(a: Self, b: Self) -> Self { <$ty>::from_f32(a.to_f32().max(b.to_f32())) }
+            #[inline]
+            fn abs_of(a: Self) -> Self { <$ty>::from_bits(a.to_bits() & 0x7fff) }
+            fn from_f64(value: f64) -> Self { $from_f64(value) }
+            fn from_i128(value: i128) -> Self { $from_f64(value as f64) }
+        }
+
+        impl Float for $ty {
+            fn new(value: f64) -> Self { $from_f64(value) }
+            #[inline] fn sqrt(self) -> Self { Self::from_f32(self.to_f32().sqrt()) }
+            #[inline] fn exp(self) -> Self { Self::from_f32(self.to_f32().exp()) }
+            #[inline] fn ln(self) -> Self { Self::from_f32(self.to_f32().ln()) }
+            #[inline] fn log2(self) -> Self { Self::from_f32(self.to_f32().log2()) }
+            #[inline] fn log10(self) -> Self { Self::from_f32(self.to_f32().log10()) }
+            #[inline] fn sin(self) -> Self { Self::from_f32(self.to_f32().sin()) }
+            #[inline] fn cos(self) -> Self { Self::from_f32(self.to_f32().cos()) }
+            #[inline] fn tan(self) -> Self { Self::from_f32(self.to_f32().tan()) }
+            #[inline] fn tanh(self) -> Self { Self::from_f32(self.to_f32().tanh()) }
+            #[inline] fn erf(self) -> Self { Self::from_f32(erf_f64(self.to_f64()) as f32) }
+            #[inline] fn floor(self) -> Self { Self::from_f32(self.to_f32().floor()) }
+            #[inline] fn ceil(self) -> Self { Self::from_f32(self.to_f32().ceil()) }
+            #[inline] fn round(self) -> Self { Self::from_f32(self.to_f32().round()) }
+            #[inline] fn trunc(self) -> Self { Self::from_f32(self.to_f32().trunc()) }
+            #[inline] fn recip(self) -> Self { Self::from_f32(self.to_f32().recip()) }
+            #[inline] fn abs(self) -> Self { Self::abs_of(self) }
+            #[inline] fn powf(self, e: Self) -> Self { Self::from_f32(self.to_f32().powf(e.to_f32())) }
+            #[inline] fn mul_add(self, a: Self, b: Self) -> Self {
+                Self::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
+            }
+            #[inline] fn min(self, other: Self) -> Self { Self::min_of(self, other) }
+            #[inline] fn max(self, other: Self) -> Self { Self::max_of(self, other) }
+            #[inline] fn is_nan(self) -> bool { <$ty>::is_nan(self) }
+        }
+    )*};
+}
+
+half_float! {
+    f16 => F16, crate::half_rounding::f64_to_f16;
+    bf16 => BF16, crate::half_rounding::f64_to_bf16;
+}
+
+/// The error function, through the `libm` crate (a port of FreeBSD's `s_erf.c`): the
+/// standard library has none.
+fn erf_f64(x: f64) -> f64 {
+    libm::erf(x)
+}

@@ -1,0 +1,219 @@
+//! The module `#[kernel]` writes in place of the function.
+//!
+//! For `fn saxpy<F: Float>(a: F, x: &Array<F>, y: &mut Array<F>)` it writes `mod saxpy`
+//! with a marker type `Kernel<F>` (its `TypeId` keys client caches), `native` (the body as
+//! Rust, run per unit by the CPU backend), `expand` (the body recording IR), `definition`
+//! (both, for one specialization) and `launch` (generic over the runtime).
+
+use crate::body::{Context, Mode};
+use crate::signature::{self, ParamKind};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::collections::HashSet;
+use syn::ItemFn;
+
+/// Reads the `#[kernel(...)]` arguments: only `crate = path`.
+fn crate_path(attr: TokenStream) -> syn::Result<TokenStream> {
+    if attr.is_empty() {
+        return Ok(quote!(::cubert));
+    }
+    let mut path = None;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("crate") {
+            let value: syn::Path = meta.value()?.parse()?;
+            path = Some(quote!(#value));
+            Ok(())
+        } else {
+            Err(meta.error("`#[kernel]` takes only `crate = path`"))
+        }
+    });
+    syn::parse::Parser::parse2(parser, attr)?;
+    Ok(path.unwrap_or_else(|| quote!(::cubert)))
+}
+
+/// The whole output for one `#[kernel]` function.
+pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let krate = crate_path(attr)?;
+    let lang = quote!(#krate::lang);
+    let mut function: ItemFn = syn::parse2(item)?;
+    let signature = signature::read(&mut function)?;
+    let name = &function.sig.ident;
+    let vis = &function.vis;
+    let docs: Vec<_> = function
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .collect();
+    let comptime: HashSet<String> = signature
+        .params
+        .iter()
+        .filter(|param| matches!(param.kind, ParamKind::Comptime(_)))
+        .map(|param| param.name.to_string())
+        .collect();
+    let type_params: HashSet<String> = signature
+        .type_params
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let context = |mode| Context {
+        mode,
+        lang: lang.clone(),
+        comptime: comptime.clone(),
+        type_params: type_params.clone(),
+    };
+    let native_body = context(Mode::Native).block(&function.block)?;
+    let expand_body = context(Mode::Expand).block(&function.block)?;
+
+    let (impl_generics, _, where_clause) = signature.generics.split_for_impl();
+    let mut launch_generics = signature.generics.clone();
+    launch_generics
+        .params
+        .push(syn::parse_quote!(__CubertRuntime: #krate::Runtime));
+    let (launch_generics, _, _) = launch_generics.split_for_impl();
+    let type_args = &signature.type_params;
+    let turbofish = quote!(::<#(#type_args),*>);
+
+    // Parameter handling, in declaration order.
+    let mut native_setup = TokenStream::new();
+    let mut expand_setup = TokenStream::new();
+    let mut comptime_params = Vec::new();
+    let mut comptime_names = Vec::new();
+    let mut launch_params = Vec::new();
+    let mut bindings = Vec::new();
+    let mut scalars = Vec::new();
+    let (mut slot, mut word) = (0usize, 0usize);
+    for param in &signature.params {
+        let ident = &param.name;
+        let mutability = param.mutable.then(|| quote!(mut));
+        match &param.kind {
+            ParamKind::Array { elem, mutable } => {
+                let native_mut = mutable.then(|| quote!(mut));
+                native_setup.extend(quote! {
+                    let #native_mut #ident = __cubert_args.array::<#elem>(#slot);
+                });
+                expand_setup.extend(quote! {
+                    let #ident = #lang::expand::ArrayVal::<#elem>::param(#mutable);
+                });
+                launch_params.push(quote!(#ident: &#krate::Handle));
+                bindings.push(quote!(#ident.clone().binding()));
+                slot += 1;
+            }
+            ParamKind::Scalar(ty) => {
+                native_setup.extend(quote! {
+                    let #mutability #ident: #ty = __cubert_args.scalar::<#ty>(#word);
+                });
+                expand_setup.extend(quote! {
+                    let #mutability #ident = #lang::expand::scalar_param::<#ty>();
+                });
+                launch_params.push(quote!(#ident: #ty));
+                scalars.push(quote!(<#ty as #lang::Scalar>::to_bits(#ident)));
+                word += 1;
+            }
+            ParamKind::Comptime(ty) => {
+                comptime_params.push(quote!(#ident: #ty));
+                comptime_names.push(ident.clone());
+                launch_params.push(quote!(#ident: #ty));
+            }
+        }
+    }
+    let comptime_bits: Vec<_> = signature
+        .params
+        .iter()
+        .filter_map(|param| match &param.kind {
+            ParamKind::Comptime(ty) => {
+                let ident = &param.name;
+                Some(quote!(<#ty as #lang::Scalar>::to_bits(#ident)))
+            }
+            _ => None,
+        })
+        .collect();
+    let label = name.to_string();
+    let launch_doc = format!(
+        "Launches `{label}` on `client`: `cube_count` cubes of `cube_dim` units, with the \
+         kernel's arguments in order (arrays as handles).\n\n# Errors\nA `LaunchError` naming \
+         the kernel if the backend can't build it (its code generator rejects the IR, the \
+         compile fails) or the launch is refused (cube dim, cube count, bindings)."
+    );
+    let marker = format_ident!("Kernel");
+    let phantom = quote!(::core::marker::PhantomData<fn() -> (#(#type_args,)*)>);
+
+    Ok(quote! {
+        #(#docs)*
+        #[allow(non_snake_case)]
+        #vis mod #name {
+            #![allow(
+                unused_imports,
+                unused_mut,
+                unused_variables,
+                unused_parens,
+                unused_braces,
+                unreachable_code,
+                clippy::all
+            )]
+            use super::*;
+
+            /// The kernel's marker type: its `TypeId` (with the generic types) keys caches.
+            pub struct #marker #impl_generics (#phantom) #where_clause;
+
+            /// The body as native Rust: runs one unit.
+            #[inline]
+            fn native #impl_generics (
+                __cubert_unit: &#lang::native::Unit,
+                __cubert_args: &#lang::native::Args<'_>,
+                #(#comptime_params),*
+            ) #where_clause {
+                #native_setup
+                #native_body
+            }
+
+            /// The body as an expansion: records the IR.
+            fn expand #impl_generics (#(#comptime_params),*) #where_clause {
+                #expand_setup
+                #expand_body
+            }
+
+            /// The kernel specialized for these generic types and compile-time values.
+            pub fn definition #impl_generics (#(#comptime_params),*)
+                -> #lang::KernelDefinition #where_clause
+            {
+                let types: ::std::vec::Vec<&str> =
+                    ::std::vec![#(::std::any::type_name::<#type_args>()),*];
+                let comptime: ::std::vec::Vec<::std::string::String> =
+                    ::std::vec![#(::std::format!("{:?}", #comptime_names)),*];
+                let id = ::std::format!("{}<{}>({})", #label, types.join(","), comptime.join(","));
+                let ir = #lang::expand::record(#label, || expand #turbofish (#(#comptime_names),*));
+                let native: #lang::NativeKernel = ::std::sync::Arc::new(
+                    move |cube: &#lang::native::Unit, args: &#lang::native::Args<'_>| {
+                        #lang::native::run_cube(cube, args, |unit| {
+                            native #turbofish (unit, args, #(#comptime_names),*)
+                        })
+                    },
+                );
+                #lang::KernelDefinition::new(#label, id, ir, native)
+            }
+
+            #[doc = #launch_doc]
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch #launch_generics (
+                client: &#krate::ComputeClient<__CubertRuntime>,
+                cube_count: #krate::CubeCount,
+                cube_dim: #krate::CubeDim,
+                #(#launch_params),*
+            ) -> ::core::result::Result<(), #krate::LaunchError>
+            #where_clause
+            {
+                let key = #lang::KernelKey::new::<#marker #turbofish>(::std::vec![#(#comptime_bits),*]);
+                let arguments = #krate::KernelArguments::new()
+                    #(.with_buffer(#bindings))*
+                    #(.with_scalar(#scalars))*;
+                client.launch_language(
+                    key,
+                    || definition #turbofish (#(#comptime_names),*),
+                    cube_dim,
+                    cube_count,
+                    arguments,
+                )
+            }
+        }
+    })
+}
