@@ -4,30 +4,37 @@
 //! graph) and starts stream capture in relaxed mode. Only launches may be captured; reads,
 //! writes and syncs on a capturing stream are refused. Checked launches in the graph count
 //! out-of-bounds accesses in the graph's own status slots, checked after every replay.
+//!
+//! [`Graphs`] is the server's part that owns the capture in progress and the instantiated
+//! graphs. The server binds its context (and settles what must come first) before calling
+//! it, and passes its streams, status blocks or completion thread in where a step needs
+//! them.
 
-use crate::completion::{Check, Job, Reply};
+use crate::completion::{Check, Completion, Job, Reply};
+use crate::context::CudaContext;
 use crate::driver;
-use crate::server::CudaServer;
-use crate::status::StatusBlock;
+use crate::status::{StatusBlock, StatusBlocks};
+use crate::streams::Streams;
 use cubert_runtime::server::CapturedGraph;
 use cubert_runtime::{Binding, ServerError, StreamId};
 use cudarc::driver::sys::{CUgraph, CUgraphExec};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A capture in progress.
-pub struct Capture {
+struct Capture {
     /// The captured stream.
-    pub stream: StreamId,
+    stream: StreamId,
     /// The status slots of the graph's checked launches.
-    pub status_stream: StreamId,
+    status_stream: StreamId,
     /// Memory the captured launches use.
-    pub bindings: Vec<Binding>,
+    bindings: Vec<Binding>,
     /// Launches captured.
-    pub launches: usize,
+    launches: usize,
 }
 
 /// An instantiated graph.
-pub struct GraphExec {
+struct GraphExec {
     graph: CUgraph,
     exec: CUgraphExec,
     status: Option<Arc<Mutex<StatusBlock>>>,
@@ -36,7 +43,15 @@ pub struct GraphExec {
 // SAFETY: graph handles are used only by the server that owns them.
 unsafe impl Send for GraphExec {}
 
-impl CudaServer {
+/// The server's part that captures and replays graphs. See the module docs.
+#[derive(Default)]
+pub(crate) struct Graphs {
+    capture: Option<Capture>,
+    graphs: HashMap<u64, GraphExec>,
+    next_graph: u64,
+}
+
+impl Graphs {
     /// Where checked launches on `stream` count their out-of-bounds accesses.
     pub(crate) fn status_stream(&self, stream: StreamId) -> StreamId {
         match &self.capture {
@@ -45,21 +60,44 @@ impl CudaServer {
         }
     }
 
-    pub(crate) fn begin_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
+    /// Whether a capture is in progress (on any stream).
+    pub(crate) fn capture_in_progress(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Keeps `binding`, used by a launch, with the capture in progress (if any).
+    pub(crate) fn record_binding(&mut self, binding: &Binding) {
+        if let Some(capture) = &mut self.capture {
+            capture.bindings.push(binding.clone());
+        }
+    }
+
+    /// Counts a launch queued while a capture is in progress (if any).
+    pub(crate) fn count_launch(&mut self) {
+        if let Some(capture) = &mut self.capture {
+            capture.launches += 1;
+        }
+    }
+
+    /// Starts capturing `stream` (the server has entered: context bound, device healthy).
+    pub(crate) fn begin(
+        &mut self,
+        streams: &mut Streams,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
         if self.capture.is_some() {
             return Err(ServerError::generic(
                 "a capture is already in progress; end it first",
             ));
         }
         // This server's work only: the device's context is shared with its other servers.
-        self.streams.synchronize_all()?;
-        let raw = self.streams.raw(stream)?;
+        streams.synchronize_all()?;
+        let raw = streams.raw(stream)?;
         self.next_graph += 1;
         let status_stream = StreamId::new(u64::MAX - self.next_graph);
         // SAFETY: a live stream of this context, not capturing.
         unsafe { driver::graph::begin_capture(raw) }?;
-        self.streams.set_capturing(stream, true);
+        streams.set_capturing(stream, true);
         self.capture = Some(Capture {
             stream,
             status_stream,
@@ -69,11 +107,14 @@ impl CudaServer {
         Ok(())
     }
 
-    pub(crate) fn finish_capture(
+    /// Ends the capture of `stream` and instantiates its graph (the context is bound);
+    /// the status slots of its checked launches go with it.
+    pub(crate) fn finish(
         &mut self,
+        streams: &mut Streams,
+        status: &mut StatusBlocks,
         stream: StreamId,
     ) -> Result<CapturedGraph, ServerError> {
-        self.context.bind()?;
         let capture = match self.capture.take() {
             Some(capture) if capture.stream == stream => capture,
             other => {
@@ -83,10 +124,10 @@ impl CudaServer {
                 ));
             }
         };
-        let raw = self.streams.raw(stream)?;
+        let raw = streams.raw(stream)?;
         // SAFETY: ends the capture begun on this stream, a live stream of this context.
         let ended = unsafe { driver::graph::end_capture(raw) };
-        self.streams.set_capturing(stream, false);
+        streams.set_capturing(stream, false);
         let graph: CUgraph = ended?;
         // SAFETY: `graph` was just produced by the capture.
         let exec = unsafe { driver::graph::instantiate(graph) };
@@ -98,8 +139,7 @@ impl CudaServer {
                 return Err(failure.into());
             }
         };
-        let status = self
-            .status
+        let status = status
             .detach_for_graph(capture.status_stream)
             .filter(|block| !block.is_empty())
             .map(|block| Arc::new(Mutex::new(block)));
@@ -119,19 +159,26 @@ impl CudaServer {
         })
     }
 
-    pub(crate) fn replay_graph(&mut self, id: u64, stream: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        let raw = self.streams.raw(stream)?;
+    /// Replays graph `id` on `stream` (the server has entered); its status slots are checked
+    /// by `completion` once the replay is done.
+    pub(crate) fn replay(
+        &self,
+        id: u64,
+        streams: &mut Streams,
+        completion: &Completion,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        let raw = streams.raw(stream)?;
         let (exec, status) = match self.graphs.get(&id) {
             Some(graph) => (graph.exec, graph.status.clone()),
             None => return Err(ServerError::generic(format!("there is no graph {id}"))),
         };
         // SAFETY: a live executable graph of this context and a live stream.
         unsafe { driver::graph::launch(exec, raw) }?;
-        self.streams.bump(stream);
+        streams.bump(stream);
         if let Some(status) = status {
-            let event = self.streams.record(stream)?;
-            self.completion.submit(Job {
+            let event = streams.record(stream)?;
+            completion.submit(Job {
                 event,
                 timing_event: false,
                 stream,
@@ -142,17 +189,18 @@ impl CudaServer {
         Ok(())
     }
 
-    pub(crate) fn destroy_graph(&mut self, id: u64) {
+    /// Destroys graph `id` once the server's streams are done with it.
+    pub(crate) fn destroy(&mut self, id: u64, context: &CudaContext, streams: &mut Streams) {
         let Some(graph) = self.graphs.remove(&id) else {
             return;
         };
-        if self.context.bind().is_err() {
+        if context.bind().is_err() {
             return;
         }
         // Replays run on this server's streams (the context is shared with other servers).
-        let _ = self.streams.synchronize_all();
-        // SAFETY: the graph and its executable were created by `finish_capture` and are
-        // destroyed once; the stream-ordered work using them is finished by the sync above.
+        let _ = streams.synchronize_all();
+        // SAFETY: the graph and its executable were created by `finish` and are destroyed
+        // once; the stream-ordered work using them is finished by the sync above.
         unsafe {
             let _ = driver::graph::destroy_exec(graph.exec);
             let _ = driver::graph::destroy(graph.graph);

@@ -25,7 +25,6 @@
 #![warn(missing_docs)]
 
 mod collective;
-mod communication;
 mod compiler;
 mod completion;
 mod context;
@@ -34,11 +33,12 @@ mod driver;
 mod graph;
 mod kernel;
 pub mod kernels;
-mod launch;
 pub mod nccl;
 mod peer;
 mod prelude;
+mod profiling;
 mod properties;
+mod runtime;
 mod server;
 mod staging;
 mod status;
@@ -48,10 +48,11 @@ mod tma;
 mod transfer;
 
 pub use compiler::{CompileStats, compile_cuda, nvrtc_options, nvrtc_version};
-pub use device::{CUDA_DEVICE_TYPE, CudaDevice, CudaInfo, CudaRuntime, device_count};
+pub use device::{CUDA_DEVICE_TYPE, CudaDevice, CudaInfo, device_count};
 pub use driver::{DriverStatus, driver_status};
 pub use kernel::{ArgsCapacity, CudaKernel, KernelArgs, KernelSource, MAX_BUFFERS, MAX_INFO};
 pub use peer::{DevicePeerReceipt, DevicePeerSource};
 pub use prelude::{PRELUDE, PRELUDE_VERSION};
+pub use runtime::CudaRuntime;
 pub use server::CudaServer;
 pub use storage::CudaResource;

@@ -3,27 +3,32 @@
 //! The runtime's three-step handshake (see `cubert_runtime::server` communication docs),
 //! on CUDA:
 //!
-//! 1. **source** ([`CudaServer::peer_source_of`]): orders the source memory on its stream
-//!    and records an event there ("the bytes are written");
-//! 2. **destination** ([`CudaServer::peer_pull_into`]): enables peer access from its context
+//! 1. **source** ([`source_layout`], then [`DevicePeerSource::record`] once the server has
+//!    ordered the source memory on its stream): records an event there ("the bytes are
+//!    written");
+//! 2. **destination** ([`pull`]): enables peer access from its context
 //!    to the source's (once per pair: `cuCtxEnablePeerAccess`), makes its stream wait for
 //!    that event, queues `cuMemcpyPeerAsync` (or `cuMemcpy3DPeerAsync` for a pitched source)
 //!    into the new allocation on its own stream, and records an event ("the bytes are
 //!    read");
-//! 3. **source** ([`CudaServer::peer_release_after`]): its stream waits for that event, so
-//!    neither a later write nor the reuse of freed source memory overtakes the copy.
+//! 3. **source** ([`release`]): its stream waits for that event, so neither a later write
+//!    nor the reuse of freed source memory overtakes the copy.
 //!
 //! The host never waits for the device. Devices reach each other when
 //! `cuDeviceCanAccessPeer` says so (or when both are the same GPU); otherwise, or with
 //! `[cuda] peer_copy = false` (`CUBERT_CUDA_PEER_COPY=false`, to test the other path), or
 //! with `[memory] paged = true` (mapped pages are granted to their own device only),
 //! `to_client` goes through pinned host memory.
+//!
+//! The server (its `ServerCommunication`, in `server/communication.rs`) checks its health,
+//! binds its context, and resolves the memory and orders it on its stream; the steps here
+//! take the resolved memory and the server's context and streams as arguments.
 
 use crate::context::CudaContext;
 use crate::device::CudaInfo;
 use crate::driver;
-use crate::server::CudaServer;
-use crate::streams::EventPool;
+use crate::storage::CudaResource;
+use crate::streams::{EventPool, Streams};
 use crate::transfer::{CopyShape, classify};
 use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::{Binding, ServerError, StreamId};
@@ -33,7 +38,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// How the source bytes lie.
 #[derive(Clone, Copy, Debug)]
-enum Layout {
+pub(crate) enum Layout {
     Contiguous {
         bytes: usize,
     },
@@ -126,155 +131,168 @@ fn enable_peer_access(accessing: &CudaContext, peer: &CudaContext) -> Result<(),
     Ok(())
 }
 
-impl CudaServer {
-    /// Step 1 on the source: `None` for layouts other than dense or row-pitched.
-    pub(crate) fn peer_source_of(
-        &mut self,
-        descriptor: CopyDescriptor,
+/// Step 1 on the source, before anything is resolved: how the bytes `descriptor` describes
+/// lie, `None` for layouts other than dense or row-pitched.
+///
+/// # Errors
+/// An invalid descriptor.
+pub(crate) fn source_layout(descriptor: &CopyDescriptor) -> Result<Option<Layout>, ServerError> {
+    descriptor.validate()?;
+    let layout = match classify(descriptor) {
+        CopyShape::Contiguous => Layout::Contiguous {
+            bytes: descriptor.validate()?,
+        },
+        CopyShape::Pitched {
+            width,
+            height,
+            pitch,
+        } => Layout::Pitched {
+            width,
+            height,
+            pitch,
+        },
+        CopyShape::Runs => return Ok(None),
+    };
+    Ok(Some(layout))
+}
+
+impl DevicePeerSource {
+    /// Step 1 on the source, once the server has ordered the memory of `binding` (at `ptr`,
+    /// lying as `layout`) on `stream`: records there the event the destination waits for.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub(crate) fn record(
+        context: &Arc<CudaContext>,
+        streams: &mut Streams,
         stream: StreamId,
-    ) -> Result<Option<DevicePeerSource>, ServerError> {
-        self.enter()?;
-        self.shared.take_errors(stream)?;
-        self.refuse_if_capturing(stream)?;
-        descriptor.validate()?;
-        let layout = match classify(&descriptor) {
-            CopyShape::Contiguous => Layout::Contiguous {
-                bytes: descriptor.validate()?,
-            },
-            CopyShape::Pitched {
-                width,
-                height,
-                pitch,
-            } => Layout::Pitched {
-                width,
-                height,
-                pitch,
-            },
-            CopyShape::Runs => return Ok(None),
-        };
-        self.drain_releases();
-        self.use_on(descriptor.handle.id(), stream)?;
-        let ptr = self.resolve(&descriptor.handle)?.ptr;
-        let ready = self.streams.record(stream)?;
-        Ok(Some(DevicePeerSource {
-            context: self.context.clone(),
+        ptr: CUdeviceptr,
+        layout: Layout,
+        binding: Binding,
+    ) -> Result<Self, ServerError> {
+        let ready = streams.record(stream)?;
+        Ok(Self {
+            context: context.clone(),
             ptr,
             layout,
             ready: Some(ready),
-            events: self.streams.events().clone(),
-            _binding: descriptor.handle,
-        }))
-    }
-
-    /// Step 2 on the destination: the copy into `target` on `stream`.
-    pub(crate) fn peer_pull_into(
-        &mut self,
-        mut source: DevicePeerSource,
-        target: Binding,
-        stream: StreamId,
-    ) -> Result<DevicePeerReceipt, ServerError> {
-        self.enter()?;
-        // A failed allocation of the target is queued on the stream: report it here.
-        self.shared.take_errors(stream)?;
-        self.use_on(target.id(), stream)?;
-        let dst = self.resolve(&target)?;
-        enable_peer_access(&self.context, &source.context)?;
-        let raw = self.streams.raw(stream)?;
-        if let Some(ready) = source.ready.take() {
-            // SAFETY: live stream of this context and live event of the source context
-            // (a stream may wait on another context's event); the wait is captured now.
-            let waited = unsafe { driver::stream::wait_event(raw, ready) };
-            source.events.give_back(ready);
-            waited?;
-        }
-        match source.layout {
-            Layout::Contiguous { bytes } => {
-                if bytes as u64 > dst.size {
-                    return Err(ServerError::generic(format!(
-                        "peer copy of {bytes} bytes into {} bytes",
-                        dst.size
-                    )));
-                }
-                // SAFETY: both ranges hold `bytes` bytes of live device memory of their
-                // contexts (validated descriptor, resolved target); the source stays
-                // allocated until step 3 orders its stream after this copy.
-                unsafe {
-                    driver::copy::peer_async(
-                        dst.ptr,
-                        self.context.raw(),
-                        source.ptr,
-                        source.context.raw(),
-                        bytes,
-                        raw,
-                    )
-                }?;
-            }
-            Layout::Pitched {
-                width,
-                height,
-                pitch,
-            } => {
-                if (width * height) as u64 > dst.size {
-                    return Err(ServerError::generic("peer copy larger than its target"));
-                }
-                // Every field spelled out: `CUmemorytype` has no zero value, so an all-zero
-                // struct would be invalid.
-                let copy = CUDA_MEMCPY3D_PEER {
-                    srcXInBytes: 0,
-                    srcY: 0,
-                    srcZ: 0,
-                    srcLOD: 0,
-                    srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    srcHost: std::ptr::null(),
-                    srcDevice: source.ptr,
-                    srcArray: std::ptr::null_mut(),
-                    srcContext: source.context.raw(),
-                    srcPitch: pitch,
-                    srcHeight: height,
-                    dstXInBytes: 0,
-                    dstY: 0,
-                    dstZ: 0,
-                    dstLOD: 0,
-                    dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    dstHost: std::ptr::null_mut(),
-                    dstDevice: dst.ptr,
-                    dstArray: std::ptr::null_mut(),
-                    dstContext: self.context.raw(),
-                    dstPitch: width,
-                    dstHeight: height,
-                    WidthInBytes: width,
-                    Height: height,
-                    Depth: 1,
-                };
-                // SAFETY: the descriptor was validated against the source binding (rows of
-                // `width` bytes `pitch` apart); the target holds width * height bytes.
-                unsafe { driver::copy::copy_3d_peer_async(&copy, raw) }?;
-            }
-        }
-        self.streams.bump(stream);
-        let done = self.streams.record(stream)?;
-        Ok(DevicePeerReceipt {
-            done: Some(done),
-            events: self.streams.events().clone(),
+            events: streams.events().clone(),
+            _binding: binding,
         })
     }
+}
 
-    /// Step 3 on the source: its stream waits until the copy has read the source.
-    pub(crate) fn peer_release_after(&mut self, mut receipt: DevicePeerReceipt, stream: StreamId) {
-        let waited = self.enter().and_then(|()| {
-            let raw = self.streams.raw(stream)?;
-            let Some(done) = receipt.done.take() else {
-                return Ok(());
+/// Step 2 on the destination: the copy of `source` into `dst` (resolved and ordered on
+/// `stream` by the server, whose context `context` is bound).
+///
+/// # Errors
+/// A target smaller than the source, or the driver's error.
+pub(crate) fn pull(
+    mut source: DevicePeerSource,
+    dst: &CudaResource,
+    context: &CudaContext,
+    streams: &mut Streams,
+    stream: StreamId,
+) -> Result<DevicePeerReceipt, ServerError> {
+    enable_peer_access(context, &source.context)?;
+    let raw = streams.raw(stream)?;
+    if let Some(ready) = source.ready.take() {
+        // SAFETY: live stream of this context and live event of the source context
+        // (a stream may wait on another context's event); the wait is captured now.
+        let waited = unsafe { driver::stream::wait_event(raw, ready) };
+        source.events.give_back(ready);
+        waited?;
+    }
+    match source.layout {
+        Layout::Contiguous { bytes } => {
+            if bytes as u64 > dst.size {
+                return Err(ServerError::generic(format!(
+                    "peer copy of {bytes} bytes into {} bytes",
+                    dst.size
+                )));
+            }
+            // SAFETY: both ranges hold `bytes` bytes of live device memory of their
+            // contexts (validated descriptor, resolved target); the source stays
+            // allocated until step 3 orders its stream after this copy.
+            unsafe {
+                driver::copy::peer_async(
+                    dst.ptr,
+                    context.raw(),
+                    source.ptr,
+                    source.context.raw(),
+                    bytes,
+                    raw,
+                )
+            }?;
+        }
+        Layout::Pitched {
+            width,
+            height,
+            pitch,
+        } => {
+            if (width * height) as u64 > dst.size {
+                return Err(ServerError::generic("peer copy larger than its target"));
+            }
+            // Every field spelled out: `CUmemorytype` has no zero value, so an all-zero
+            // struct would be invalid.
+            let copy = CUDA_MEMCPY3D_PEER {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: std::ptr::null(),
+                srcDevice: source.ptr,
+                srcArray: std::ptr::null_mut(),
+                srcContext: source.context.raw(),
+                srcPitch: pitch,
+                srcHeight: height,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst.ptr,
+                dstArray: std::ptr::null_mut(),
+                dstContext: context.raw(),
+                dstPitch: width,
+                dstHeight: height,
+                WidthInBytes: width,
+                Height: height,
+                Depth: 1,
             };
-            // SAFETY: live stream of this context and live event of the destination's
-            // (cross-context waits are allowed); captured now, so the event can go back.
-            let waited = unsafe { driver::stream::wait_event(raw, done) };
-            receipt.events.give_back(done);
-            self.streams.bump(stream);
-            waited.map_err(Into::into)
-        });
-        if let Err(error) = waited {
-            self.shared.push_error(stream, error);
+            // SAFETY: the descriptor was validated against the source binding (rows of
+            // `width` bytes `pitch` apart); the target holds width * height bytes.
+            unsafe { driver::copy::copy_3d_peer_async(&copy, raw) }?;
         }
     }
+    streams.bump(stream);
+    let done = streams.record(stream)?;
+    Ok(DevicePeerReceipt {
+        done: Some(done),
+        events: streams.events().clone(),
+    })
+}
+
+/// Step 3 on the source (its context bound): `stream` waits until the copy has read the
+/// source.
+///
+/// # Errors
+/// The driver's error.
+pub(crate) fn release(
+    mut receipt: DevicePeerReceipt,
+    streams: &mut Streams,
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    let raw = streams.raw(stream)?;
+    let Some(done) = receipt.done.take() else {
+        return Ok(());
+    };
+    // SAFETY: live stream of this context and live event of the destination's
+    // (cross-context waits are allowed); captured now, so the event can go back.
+    let waited = unsafe { driver::stream::wait_event(raw, done) };
+    receipt.events.give_back(done);
+    streams.bump(stream);
+    waited.map_err(Into::into)
 }

@@ -6,24 +6,35 @@
 //! completion thread resolve their futures. Errors of queued work wait per stream in the
 //! shared state; a device fault marks the server unhealthy for good.
 //!
-//! The pieces live in their own modules: `transfer` (uploads and downloads), `launch`
-//! (kernel launches), `graph` (capture and replay), `streams`, `status`, `completion`.
+//! The server keeps the core (context, memory, streams, status blocks, compiler, completion
+//! thread) and owns one part per concept, each defined in its own module with private
+//! state: [`Transfers`] (`transfer`: uploads and downloads), [`Profiler`] (`profiling`),
+//! [`Graphs`] (`graph`: capture and replay) and [`CudaCollectives`] (`collective`). An
+//! entry point checks the server's health, binds the context, resolves the memory it uses
+//! and orders it on the stream, then calls the part with what it needs (the streams, a
+//! device address, the stream id, the completion thread); the parts never see the server.
+//! Kernel launches (`server/launch.rs`) and the `ServerCommunication` impl (peer copies and
+//! collectives, `server/communication.rs`) work on the core itself, so they are child
+//! modules of this one.
 
-use crate::collective::CudaCollectives;
+mod communication;
+mod launch;
+
+use crate::collective::{Caller, CudaCollectives};
 use crate::compiler::{Compiler, default_cache_dir};
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
-use crate::driver::{self, driver_status};
-use crate::graph::{Capture, GraphExec};
+use crate::driver::driver_status;
+use crate::graph::Graphs;
 use crate::kernel::CudaKernel;
+use crate::profiling::Profiler;
 use crate::properties::read_properties;
 use crate::staging::{DEFAULT_MAX_CACHED, PinnedPool, PinnedStaging};
 use crate::status::StatusBlocks;
 use crate::storage::{CudaResource, CudaStorage};
 use crate::streams::{EventPool, Streams};
-use crate::transfer::StagingRing;
-use cubert_runtime::backtrace::BackTrace;
+use crate::transfer::{Transfers, upload_size};
 use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::future::{DynFut, oneshot, ready};
@@ -35,43 +46,38 @@ use cubert_runtime::memory::{
     StreamOrdering,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
-use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::server::{CapturedGraph, ComputeServer, DeviceService, ServerUtilities};
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     ProfileError, ServerError, StreamId,
 };
-use cudarc::driver::sys::CUevent;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The server of one CUDA device. See the module docs.
 pub struct CudaServer {
-    // Drop order matters: the completion thread first (it finishes queued jobs), then the
-    // objects living in the context; each holds an `Arc` of the context, which goes last.
-    pub(crate) completion: Completion,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) device: CudaDevice,
-    pub(crate) context: Arc<CudaContext>,
-    pub(crate) memory: DeviceMemory<CudaStorage>,
+    // Drop order (declaration order) matters: the completion thread first (it finishes
+    // queued jobs), then the objects living in the context, the core's and the parts'; each
+    // holds an `Arc` of the context, so the context itself goes last.
+    completion: Completion,
+    shared: Arc<Shared>,
+    device: CudaDevice,
+    context: Arc<CudaContext>,
+    memory: DeviceMemory<CudaStorage>,
     /// The stream each live allocation was last used on: where its release must wait.
-    pub(crate) last_use: IdMap<StreamId>,
-    pub(crate) streams: Streams,
-    pub(crate) status: StatusBlocks,
-    pub(crate) compiler: Compiler,
-    pub(crate) pinned: Arc<PinnedPool>,
-    pub(crate) ring: StagingRing,
-    pub(crate) timing_events: Arc<EventPool>,
-    pub(crate) profiles: HashMap<u64, (CUevent, Instant)>,
-    pub(crate) next_token: u64,
-    pub(crate) capture: Option<Capture>,
-    pub(crate) graphs: HashMap<u64, GraphExec>,
-    pub(crate) next_graph: u64,
-    pub(crate) copy_pool: rayon::ThreadPool,
-    pub(crate) collectives: CudaCollectives,
-    pub(crate) utilities: Arc<ServerUtilities<CudaServer>>,
+    last_use: IdMap<StreamId>,
+    streams: Streams,
+    status: StatusBlocks,
+    compiler: Compiler,
+    /// Uploads and downloads: pinned pool, staging ring, copy threads.
+    transfers: Transfers,
+    /// Timing events and the profiles started.
+    profiler: Profiler,
+    /// The capture in progress and the instantiated graphs.
+    graphs: Graphs,
+    /// Collective stream, communicator slots, held calls.
+    collectives: CudaCollectives,
+    utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
 // SAFETY: the raw CUDA handles a server holds (streams, events, modules, functions) belong
@@ -179,17 +185,7 @@ impl CudaServer {
             events.clone(),
             timing_events.clone(),
         )?;
-        let copy_threads = match config.cuda.copy_threads {
-            0 => std::thread::available_parallelism()
-                .map(|n| n.get().min(8))
-                .unwrap_or(4),
-            threads => threads as usize,
-        };
-        let copy_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(copy_threads)
-            .thread_name(move |i| format!("cubert-cuda{}-copy{i}", device.index))
-            .build()
-            .map_err(|error| ServerError::generic(format!("can't start copy threads: {error}")))?;
+        let transfers = Transfers::new(pinned, config.cuda.copy_threads, device.index)?;
         Ok(Self {
             completion,
             shared,
@@ -199,15 +195,9 @@ impl CudaServer {
             streams: Streams::new(context.clone(), events),
             status: StatusBlocks::new(context.clone()),
             compiler: Compiler::new(context.clone(), arch, disk),
-            pinned,
-            ring: StagingRing::default(),
-            timing_events,
-            profiles: HashMap::new(),
-            next_token: 0,
-            capture: None,
-            graphs: HashMap::new(),
-            next_graph: 0,
-            copy_pool,
+            transfers,
+            profiler: Profiler::new(timing_events),
+            graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
             utilities: Arc::new(utilities),
             context,
@@ -220,7 +210,7 @@ impl CudaServer {
     }
 
     /// Binds the context and fails if the device faulted.
-    pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
+    fn enter(&mut self) -> Result<(), ServerError> {
         self.shared.health()?;
         self.context.bind()?;
         // An inline handle's collective call held until its peers called is settled before
@@ -228,9 +218,34 @@ impl CudaServer {
         self.settle_held_collectives(false)
     }
 
+    /// A key unique among live servers: the address of the server's utilities.
+    fn collective_owner(&self) -> usize {
+        Arc::as_ptr(&self.utilities) as usize
+    }
+
+    /// The collectives part, and what a collective call uses of the server.
+    fn collective_parts(&mut self) -> (&mut CudaCollectives, Caller<'_>) {
+        let owner = self.collective_owner();
+        let caller = Caller {
+            context: &self.context,
+            device: self.device,
+            streams: &mut self.streams,
+            shared: &self.shared,
+            owner,
+        };
+        (&mut self.collectives, caller)
+    }
+
+    /// Settles the held collective calls of an inline handle (see
+    /// `CudaCollectives::settle_held`).
+    fn settle_held_collectives(&mut self, queue_behind: bool) -> Result<(), ServerError> {
+        let (collectives, mut caller) = self.collective_parts();
+        collectives.settle_held(&mut caller, queue_behind)
+    }
+
     /// Frees the memory of every handle dropped since the last call, at the point its last
     /// stream has reached.
-    pub(crate) fn drain_releases(&mut self) {
+    fn drain_releases(&mut self) {
         let (last_use, streams) = (&mut self.last_use, &mut self.streams);
         self.memory.drain_releases(|id, manager| {
             let stream = last_use
@@ -252,12 +267,12 @@ impl CudaServer {
     }
 
     /// The device range of a binding.
-    pub(crate) fn resolve(&mut self, binding: &Binding) -> Result<CudaResource, IoError> {
+    fn resolve(&mut self, binding: &Binding) -> Result<CudaResource, IoError> {
         self.memory.resolve(binding)
     }
 
     /// Orders a use of `id` on `stream` after its last use on another stream.
-    pub(crate) fn use_on(&mut self, id: MemoryId, stream: StreamId) -> Result<(), ServerError> {
+    fn use_on(&mut self, id: MemoryId, stream: StreamId) -> Result<(), ServerError> {
         match self.last_use.insert(id, stream) {
             Some(last) if last != stream => self.streams.order(stream, last).map_err(Into::into),
             _ => Ok(()),
@@ -265,7 +280,7 @@ impl CudaServer {
     }
 
     /// Sends a job resolved when `stream` reaches this point, with its status checks.
-    pub(crate) fn submit_job(&mut self, stream: StreamId, reply: Reply) -> Result<(), ServerError> {
+    fn submit_job(&mut self, stream: StreamId, reply: Reply) -> Result<(), ServerError> {
         self.refuse_if_capturing(stream)?;
         let checks: Vec<Check> = self
             .status
@@ -284,7 +299,7 @@ impl CudaServer {
     }
 
     /// Only launches may be captured into a graph.
-    pub(crate) fn refuse_if_capturing(&mut self, stream: StreamId) -> Result<(), ServerError> {
+    fn refuse_if_capturing(&mut self, stream: StreamId) -> Result<(), ServerError> {
         if self.streams.is_capturing(stream) {
             return Err(ServerError::generic(
                 "the stream is being captured into a graph: only launches may be captured;                  end the capture before reading, writing or syncing",
@@ -298,6 +313,53 @@ impl CudaServer {
     /// released. Other servers sharing the device's context are not waited for.
     fn settle(&mut self) {
         settle(&mut self.streams, &self.shared);
+    }
+
+    /// Uploads `data` (dense) to the place `descriptor` describes, on `stream`: checked,
+    /// resolved and ordered here, copied by [`Transfers::upload`].
+    fn upload(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        data: Bytes,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        if upload_size(descriptor, &data)? == 0 {
+            return Ok(());
+        }
+        self.refuse_if_capturing(stream)?;
+        let resource = self.resolve(&descriptor.handle)?;
+        self.use_on(descriptor.handle.id(), stream)?;
+        let source =
+            self.transfers
+                .upload(descriptor, resource.ptr, data, &mut self.streams, stream)?;
+        match source {
+            // The pinned source must live until the DMA has read it.
+            Some(source) => self.submit_job(stream, Reply::Retire(Box::new(source))),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues the downloads of `descriptors` into pinned buffers, returned in order
+    /// ([`Transfers::download`]). They hold the data once `stream` has passed this point.
+    fn download(
+        &mut self,
+        descriptors: &[CopyDescriptor],
+        stream: StreamId,
+    ) -> Result<Vec<Bytes>, ServerError> {
+        self.refuse_if_capturing(stream)?;
+        let raw = self.streams.raw(stream)?;
+        let mut buffers = Vec::with_capacity(descriptors.len());
+        for descriptor in descriptors {
+            let dense = descriptor.validate()?;
+            let resource = self.resolve(&descriptor.handle)?;
+            self.use_on(descriptor.handle.id(), stream)?;
+            buffers.push(
+                self.transfers
+                    .download(descriptor, dense, resource.ptr, raw)?,
+            );
+        }
+        self.streams.bump(stream);
+        Ok(buffers)
     }
 }
 
@@ -318,13 +380,14 @@ fn settle(streams: &mut Streams, shared: &Shared) {
 impl Drop for CudaServer {
     fn drop(&mut self) {
         // Collective calls still waiting for their peers are abandoned.
-        self.collective_shutdown();
+        let owner = self.collective_owner();
+        self.collectives.shutdown(owner, &self.context);
         if self.context.bind().is_ok() {
             // Every piece of memory, stream and module is freed after this; let the device
             // finish with them first (only this server's streams: the context is shared).
             let _ = self.streams.synchronize_all();
         }
-        self.collective_release_events();
+        self.collectives.release_events(self.streams.events());
     }
 }
 
@@ -378,7 +441,7 @@ impl ComputeServer for CudaServer {
     fn staging(&mut self, sizes: &[usize], _stream: StreamId) -> Result<Vec<Bytes>, ServerError> {
         sizes
             .iter()
-            .map(|&size| self.pinned.take(size).map_err(ServerError::from))
+            .map(|&size| self.transfers.staging(size).map_err(ServerError::from))
             .collect()
     }
 
@@ -496,21 +559,13 @@ impl ComputeServer for CudaServer {
         // An explicit request: wait for the device so every free block can be released.
         self.settle();
         self.memory.manager().cleanup(&mut self.streams);
-        self.pinned.trim();
+        self.transfers.trim();
     }
 
     fn start_profile(&mut self, stream: StreamId) -> Result<ProfilingToken, ServerError> {
         self.enter()?;
         let raw = self.streams.raw(stream)?;
-        let event = self.timing_events.take()?;
-        // SAFETY: live timing event and stream of this context.
-        unsafe { driver::event::record(event, raw) }?;
-        self.next_token += 1;
-        self.profiles
-            .insert(self.next_token, (event, Instant::now()));
-        Ok(ProfilingToken {
-            id: self.next_token,
-        })
+        self.profiler.start(raw)
     }
 
     fn end_profile(
@@ -518,49 +573,16 @@ impl ComputeServer for CudaServer {
         stream: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        let (start, started) =
-            self.profiles
-                .remove(&token.id)
-                .ok_or_else(|| ProfileError::NotRegistered {
-                    backtrace: BackTrace::capture(),
-                })?;
+        let started = self.profiler.take(&token)?;
         let to_profile_error = |error: ServerError| ProfileError::Server(Box::new(error));
         self.enter().map_err(to_profile_error)?;
         let raw = self
             .streams
             .raw(stream)
             .map_err(|f| to_profile_error(f.into()))?;
-        let end = self
-            .timing_events
-            .take()
-            .map_err(|f| to_profile_error(f.into()))?;
-        // SAFETY: live timing event and stream of this context.
-        unsafe { driver::event::record(end, raw) }.map_err(|f| to_profile_error(f.into()))?;
-        let (sender, receiver) = oneshot();
-        self.completion
-            .submit(Job {
-                event: end,
-                timing_event: true,
-                stream,
-                checks: Vec::new(),
-                reply: Reply::Profile {
-                    start,
-                    started,
-                    reply: sender,
-                },
-            })
-            .map_err(to_profile_error)?;
-        Ok(ProfileDuration::new(
-            Box::pin(async move {
-                receiver.await.unwrap_or_else(|| {
-                    Err(ProfileError::Unknown {
-                        reason: "the CUDA completion thread stopped".into(),
-                        backtrace: BackTrace::capture(),
-                    })
-                })
-            }),
-            TimingMethod::Device,
-        ))
+        self.profiler
+            .end(started, raw, stream, &self.completion)
+            .map_err(to_profile_error)
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
@@ -576,21 +598,32 @@ impl ComputeServer for CudaServer {
     }
 
     fn start_capture(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        self.begin_capture(stream)
+        self.enter()
+            .and_then(|()| self.graphs.begin(&mut self.streams, stream))
             .map_err(|error| self.shared.observe(error))
     }
 
     fn end_capture(&mut self, stream: StreamId) -> Result<CapturedGraph, ServerError> {
-        self.finish_capture(stream)
+        self.context
+            .bind()
+            .map_err(ServerError::from)
+            .and_then(|()| {
+                self.graphs
+                    .finish(&mut self.streams, &mut self.status, stream)
+            })
             .map_err(|error| self.shared.observe(error))
     }
 
     fn replay(&mut self, graph: u64, stream: StreamId) -> Result<(), ServerError> {
-        self.replay_graph(graph, stream)
+        self.enter()
+            .and_then(|()| {
+                self.graphs
+                    .replay(graph, &mut self.streams, &self.completion, stream)
+            })
             .map_err(|error| self.shared.observe(error))
     }
 
     fn drop_graph(&mut self, graph: u64) {
-        self.destroy_graph(graph);
+        self.graphs.destroy(graph, &self.context, &mut self.streams);
     }
 }

@@ -11,14 +11,21 @@
 //!
 //! Each side of a copy may be strided: dense rows with a row pitch use `cuMemcpy2DAsync`;
 //! other layouts copy each contiguous run separately.
+//!
+//! [`Transfers`] is the server's part that owns what copies need (the pinned pool, the
+//! staging ring, the copy threads). The server resolves the device memory (and orders it on
+//! the stream) first and passes the device address, its streams and the stream id in; what
+//! must outlive a queued copy is handed back to the server, which retires it through the
+//! completion thread.
 
-use crate::completion::Reply;
 use crate::driver;
-use crate::server::CudaServer;
+use crate::staging::PinnedPool;
+use crate::streams::Streams;
 use cubert_runtime::copy::{CopyDescriptor, for_each_run};
 use cubert_runtime::{AllocationProperty, Bytes, IoError, ServerError, StreamId};
 use cudarc::driver::sys::{CUDA_MEMCPY2D, CUdeviceptr, CUevent, CUmemorytype, CUstream};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Bytes per staging chunk.
 pub const CHUNK: usize = 32 << 20;
@@ -29,7 +36,7 @@ const PIECE: usize = 4 << 20;
 
 /// The ring of pinned chunks used for pageable uploads.
 #[derive(Default)]
-pub struct StagingRing {
+struct StagingRing {
     slots: Vec<(Bytes, Option<CUevent>)>,
     next: usize,
 }
@@ -80,167 +87,217 @@ fn parallel_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
     });
 }
 
-impl CudaServer {
-    /// Queues the copies of `host` (dense bytes) to the place `descriptor` describes.
-    fn copy_to_device(
-        &self,
-        descriptor: &CopyDescriptor,
-        device: CUdeviceptr,
-        host: &[u8],
-        stream: CUstream,
-    ) -> Result<(), ServerError> {
-        match classify(descriptor) {
-            CopyShape::Contiguous => {
-                // SAFETY: `host` and the device range hold `host.len()` bytes (validated);
-                // the caller keeps `host` alive until the copy completes.
-                unsafe {
-                    driver::copy::htod_async(device, host.as_ptr().cast(), host.len(), stream)
-                }?;
-            }
-            CopyShape::Pitched {
-                width,
-                height,
-                pitch,
-            } => {
-                let copy = CUDA_MEMCPY2D {
-                    srcMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
-                    srcHost: host.as_ptr().cast(),
-                    srcPitch: width,
-                    dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    dstDevice: device,
-                    dstPitch: pitch,
-                    WidthInBytes: width,
-                    Height: height,
-                    ..zeroed_copy()
-                };
-                // SAFETY: the descriptor was validated against the device range; `host`
-                // holds width * height bytes and outlives the copy.
-                unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
-            }
-            CopyShape::Runs => {
-                let mut result = Ok(());
-                for_each_run(
-                    &descriptor.shape,
-                    &descriptor.strides,
-                    descriptor.elem_size,
-                    |device_offset, host_offset, len| {
-                        if result.is_ok() {
-                            // SAFETY: each run lies inside the validated ranges.
-                            result = unsafe {
-                                driver::copy::htod_async(
-                                    device + device_offset as u64,
-                                    host[host_offset..].as_ptr().cast(),
-                                    len,
-                                    stream,
-                                )
-                            };
-                        }
-                    },
-                );
-                result?;
-            }
+/// Queues the copies of `host` (dense bytes) to the place `descriptor` describes.
+fn copy_to_device(
+    descriptor: &CopyDescriptor,
+    device: CUdeviceptr,
+    host: &[u8],
+    stream: CUstream,
+) -> Result<(), ServerError> {
+    match classify(descriptor) {
+        CopyShape::Contiguous => {
+            // SAFETY: `host` and the device range hold `host.len()` bytes (validated);
+            // the caller keeps `host` alive until the copy completes.
+            unsafe { driver::copy::htod_async(device, host.as_ptr().cast(), host.len(), stream) }?;
         }
-        Ok(())
+        CopyShape::Pitched {
+            width,
+            height,
+            pitch,
+        } => {
+            let copy = CUDA_MEMCPY2D {
+                srcMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: host.as_ptr().cast(),
+                srcPitch: width,
+                dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstDevice: device,
+                dstPitch: pitch,
+                WidthInBytes: width,
+                Height: height,
+                ..zeroed_copy()
+            };
+            // SAFETY: the descriptor was validated against the device range; `host`
+            // holds width * height bytes and outlives the copy.
+            unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
+        }
+        CopyShape::Runs => {
+            let mut result = Ok(());
+            for_each_run(
+                &descriptor.shape,
+                &descriptor.strides,
+                descriptor.elem_size,
+                |device_offset, host_offset, len| {
+                    if result.is_ok() {
+                        // SAFETY: each run lies inside the validated ranges.
+                        result = unsafe {
+                            driver::copy::htod_async(
+                                device + device_offset as u64,
+                                host[host_offset..].as_ptr().cast(),
+                                len,
+                                stream,
+                            )
+                        };
+                    }
+                },
+            );
+            result?;
+        }
+    }
+    Ok(())
+}
+
+/// Queues the copies from the place `descriptor` describes into `host` (dense).
+fn copy_to_host(
+    descriptor: &CopyDescriptor,
+    device: CUdeviceptr,
+    host: &mut [u8],
+    stream: CUstream,
+) -> Result<(), ServerError> {
+    match classify(descriptor) {
+        CopyShape::Contiguous => {
+            // SAFETY: as in `copy_to_device`, in the other direction.
+            unsafe {
+                driver::copy::dtoh_async(host.as_mut_ptr().cast(), device, host.len(), stream)
+            }?;
+        }
+        CopyShape::Pitched {
+            width,
+            height,
+            pitch,
+        } => {
+            let copy = CUDA_MEMCPY2D {
+                srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcDevice: device,
+                srcPitch: pitch,
+                dstMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+                dstHost: host.as_mut_ptr().cast(),
+                dstPitch: width,
+                WidthInBytes: width,
+                Height: height,
+                ..zeroed_copy()
+            };
+            // SAFETY: as in `copy_to_device`, in the other direction.
+            unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
+        }
+        CopyShape::Runs => {
+            let mut result = Ok(());
+            let base = host.as_mut_ptr();
+            for_each_run(
+                &descriptor.shape,
+                &descriptor.strides,
+                descriptor.elem_size,
+                |device_offset, host_offset, len| {
+                    if result.is_ok() {
+                        // SAFETY: each run lies inside the validated ranges.
+                        result = unsafe {
+                            driver::copy::dtoh_async(
+                                base.add(host_offset).cast(),
+                                device + device_offset as u64,
+                                len,
+                                stream,
+                            )
+                        };
+                    }
+                },
+            );
+            result?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks an upload of `data` to the place `descriptor` describes, before anything is
+/// resolved, and returns its dense size.
+///
+/// # Errors
+/// An invalid descriptor, or `data` of another size.
+pub(crate) fn upload_size(descriptor: &CopyDescriptor, data: &Bytes) -> Result<usize, ServerError> {
+    let dense = descriptor.validate()?;
+    if dense != data.len() {
+        return Err(IoError::invalid(format!(
+            "writing {} bytes into a tensor of {dense} bytes",
+            data.len()
+        ))
+        .into());
+    }
+    Ok(dense)
+}
+
+/// The server's part that moves bytes between host and device. See the module docs.
+pub(crate) struct Transfers {
+    pinned: Arc<PinnedPool>,
+    ring: StagingRing,
+    copy_pool: rayon::ThreadPool,
+}
+
+impl Transfers {
+    /// Transfers through `pinned`, with `copy_threads` host copy threads (0: one per core,
+    /// at most 8) named after device `device_index`.
+    ///
+    /// # Errors
+    /// The copy threads could not be started.
+    pub(crate) fn new(
+        pinned: Arc<PinnedPool>,
+        copy_threads: u64,
+        device_index: u32,
+    ) -> Result<Self, ServerError> {
+        let copy_threads = match copy_threads {
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get().min(8))
+                .unwrap_or(4),
+            threads => threads as usize,
+        };
+        let copy_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(copy_threads)
+            .thread_name(move |i| format!("cubert-cuda{device_index}-copy{i}"))
+            .build()
+            .map_err(|error| ServerError::generic(format!("can't start copy threads: {error}")))?;
+        Ok(Self {
+            pinned,
+            ring: StagingRing::default(),
+            copy_pool,
+        })
     }
 
-    /// Queues the copies from the place `descriptor` describes into `host` (dense).
-    fn copy_to_host(
-        &self,
-        descriptor: &CopyDescriptor,
-        device: CUdeviceptr,
-        host: &mut [u8],
-        stream: CUstream,
-    ) -> Result<(), ServerError> {
-        match classify(descriptor) {
-            CopyShape::Contiguous => {
-                // SAFETY: as in `copy_to_device`, in the other direction.
-                unsafe {
-                    driver::copy::dtoh_async(host.as_mut_ptr().cast(), device, host.len(), stream)
-                }?;
-            }
-            CopyShape::Pitched {
-                width,
-                height,
-                pitch,
-            } => {
-                let copy = CUDA_MEMCPY2D {
-                    srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    srcDevice: device,
-                    srcPitch: pitch,
-                    dstMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
-                    dstHost: host.as_mut_ptr().cast(),
-                    dstPitch: width,
-                    WidthInBytes: width,
-                    Height: height,
-                    ..zeroed_copy()
-                };
-                // SAFETY: as in `copy_to_device`, in the other direction.
-                unsafe { driver::copy::copy_2d_async(&copy, stream) }?;
-            }
-            CopyShape::Runs => {
-                let mut result = Ok(());
-                let base = host.as_mut_ptr();
-                for_each_run(
-                    &descriptor.shape,
-                    &descriptor.strides,
-                    descriptor.elem_size,
-                    |device_offset, host_offset, len| {
-                        if result.is_ok() {
-                            // SAFETY: each run lies inside the validated ranges.
-                            result = unsafe {
-                                driver::copy::dtoh_async(
-                                    base.add(host_offset).cast(),
-                                    device + device_offset as u64,
-                                    len,
-                                    stream,
-                                )
-                            };
-                        }
-                    },
-                );
-                result?;
-            }
-        }
-        Ok(())
+    /// A pinned buffer of `size` bytes from the pool.
+    ///
+    /// # Errors
+    /// Pinned memory could not be allocated.
+    pub(crate) fn staging(&self, size: usize) -> Result<Bytes, IoError> {
+        self.pinned.take(size)
     }
 
-    /// Uploads `data` (dense) to the place `descriptor` describes, on `stream`.
+    /// Frees the pinned memory cached for reuse.
+    pub(crate) fn trim(&self) {
+        self.pinned.trim();
+    }
+
+    /// Uploads `data` (dense, of the size [`upload_size`] checked) to the place `descriptor`
+    /// describes at `device`, on `stream`. Returns the pinned source the queued DMA reads:
+    /// it must live until `stream` has passed this point.
     pub(crate) fn upload(
         &mut self,
         descriptor: &CopyDescriptor,
+        device: CUdeviceptr,
         data: Bytes,
+        streams: &mut Streams,
         stream: StreamId,
-    ) -> Result<(), ServerError> {
-        let dense = descriptor.validate()?;
-        if dense != data.len() {
-            return Err(IoError::invalid(format!(
-                "writing {} bytes into a tensor of {dense} bytes",
-                data.len()
-            ))
-            .into());
-        }
-        if dense == 0 {
-            return Ok(());
-        }
-        self.refuse_if_capturing(stream)?;
-        let resource = self.resolve(&descriptor.handle)?;
-        self.use_on(descriptor.handle.id(), stream)?;
-        let raw = self.streams.raw(stream)?;
+    ) -> Result<Option<Bytes>, ServerError> {
+        let raw = streams.raw(stream)?;
         let data = if data.property() == AllocationProperty::Pinned {
             data
         } else if descriptor.is_contiguous() {
-            let result = self.upload_chunked(resource.ptr, &data, stream);
-            self.streams.bump(stream);
-            return result;
+            let result = self.upload_chunked(device, &data, streams, stream);
+            streams.bump(stream);
+            return result.map(|()| None);
         } else {
-            let mut pinned = self.pinned.take(dense)?;
+            let mut pinned = self.pinned.take(data.len())?;
             parallel_copy(&self.copy_pool, &mut pinned, &data);
             pinned
         };
-        self.copy_to_device(descriptor, resource.ptr, &data, raw)?;
-        self.streams.bump(stream);
-        // The pinned source must live until the DMA has read it.
-        self.submit_job(stream, Reply::Retire(Box::new(data)))
+        copy_to_device(descriptor, device, &data, raw)?;
+        streams.bump(stream);
+        Ok(Some(data))
     }
 
     /// Uploads pageable bytes through the ring of pinned chunks.
@@ -248,9 +305,10 @@ impl CudaServer {
         &mut self,
         device: CUdeviceptr,
         data: &[u8],
+        streams: &mut Streams,
         stream: StreamId,
     ) -> Result<(), ServerError> {
-        let raw = self.streams.raw(stream)?;
+        let raw = streams.raw(stream)?;
         if self.ring.slots.is_empty() {
             for _ in 0..RING_SLOTS {
                 match self.pinned.take(CHUNK) {
@@ -276,7 +334,7 @@ impl CudaServer {
                 // The DMA of this chunk's previous use must be done before overwriting it.
                 // SAFETY: an event recorded on a stream of this context.
                 let waited = unsafe { driver::event::synchronize(event) };
-                self.streams.events().give_back(event);
+                streams.events().give_back(event);
                 waited?;
             }
             let chunk = &mut self.ring.slots[slot].0;
@@ -287,37 +345,30 @@ impl CudaServer {
             unsafe {
                 driver::copy::htod_async(device + offset, chunk.as_ptr().cast(), piece.len(), raw)
             }?;
-            let event = self.streams.record(stream)?;
+            let event = streams.record(stream)?;
             self.ring.slots[slot].1 = Some(event);
         }
         Ok(())
     }
 
-    /// Queues the downloads of `descriptors` into pinned buffers, returned in order. They
-    /// hold the data once `stream` has passed this point.
+    /// Queues the download of the place `descriptor` describes at `device` (`dense` bytes,
+    /// validated) on raw stream `raw`, into a pinned buffer (a zeroed one if no pinned
+    /// memory is left). It holds the data once the stream has passed this point.
     pub(crate) fn download(
-        &mut self,
-        descriptors: &[CopyDescriptor],
-        stream: StreamId,
-    ) -> Result<Vec<Bytes>, ServerError> {
-        self.refuse_if_capturing(stream)?;
-        let raw = self.streams.raw(stream)?;
-        let mut buffers = Vec::with_capacity(descriptors.len());
-        for descriptor in descriptors {
-            let dense = descriptor.validate()?;
-            let resource = self.resolve(&descriptor.handle)?;
-            self.use_on(descriptor.handle.id(), stream)?;
-            let mut host = match self.pinned.take(dense) {
-                Ok(pinned) => pinned,
-                Err(_) => Bytes::try_zeroed(dense)?,
-            };
-            if dense > 0 {
-                self.copy_to_host(descriptor, resource.ptr, &mut host, raw)?;
-            }
-            buffers.push(host);
+        &self,
+        descriptor: &CopyDescriptor,
+        dense: usize,
+        device: CUdeviceptr,
+        raw: CUstream,
+    ) -> Result<Bytes, ServerError> {
+        let mut host = match self.pinned.take(dense) {
+            Ok(pinned) => pinned,
+            Err(_) => Bytes::try_zeroed(dense)?,
+        };
+        if dense > 0 {
+            copy_to_host(descriptor, device, &mut host, raw)?;
         }
-        self.streams.bump(stream);
-        Ok(buffers)
+        Ok(host)
     }
 }
 

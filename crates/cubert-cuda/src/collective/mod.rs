@@ -6,7 +6,10 @@
 //! - [`launch`]: how a complete instance is launched: by each runner thread for its own
 //!   device, or by the last device to call for everyone in one NCCL group.
 //! - this file: a server's side — its collective stream, per communicator its rank and the
-//!   done event of its last call, and the calls still waiting for their peers.
+//!   done event of its last call, and the calls still waiting for their peers
+//!   ([`CudaCollectives`], the server's part). The server checks its health, binds its
+//!   context and resolves the buffers (ordered on the caller's stream) itself, then lends
+//!   the part what a call needs of it ([`Caller`]: context, device, streams, error state).
 //!
 //! **Design.** Every device of a set makes the same call on its own server. A call records
 //! "inputs ready" on the caller's stream and queues itself in the set's group; the call that
@@ -36,9 +39,12 @@
 pub mod communicator;
 pub mod launch;
 
+use crate::completion::Shared;
+use crate::context::CudaContext;
+use crate::device::CudaDevice;
 use crate::driver;
 use crate::nccl;
-use crate::server::CudaServer;
+use crate::streams::{EventPool, Streams};
 use communicator::Communicators;
 use cubert_runtime::distributed::{ProcessGroup, collective_timeout};
 use cubert_runtime::server::local_group::{CallKind, Finished, LocalGroup, Ticket};
@@ -48,6 +54,7 @@ use cubert_runtime::{Binding, Device, DeviceId, ElemType, IoError, ServerError, 
 use cudarc::driver::sys::{CUdeviceptr, CUevent, CUstream};
 use launch::{CudaCall, NcclLauncher};
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,33 +92,22 @@ pub struct CudaCollectives {
 // by that server (and, for queued calls, by launches it outlives).
 unsafe impl Send for CudaCollectives {}
 
-/// What one call moves.
-struct Transfer {
-    kind: CallKind,
-    send: CUdeviceptr,
-    recv: CUdeviceptr,
-    count: usize,
-    dtype: ElemType,
-    op: ReduceOperation,
-    buffers: Vec<Binding>,
+/// What a collective call uses of the server making it, lent by the server for the call.
+pub(crate) struct Caller<'a> {
+    /// The server's context.
+    pub(crate) context: &'a Arc<CudaContext>,
+    /// The device the server presents itself as.
+    pub(crate) device: CudaDevice,
+    /// The server's streams.
+    pub(crate) streams: &'a mut Streams,
+    /// Where the errors of the server's streams wait.
+    pub(crate) shared: &'a Shared,
+    /// A key unique among live servers (the address of the server's utilities).
+    pub(crate) owner: usize,
 }
 
-impl CudaServer {
-    /// A key unique among live servers: the address of the server's utilities.
-    pub(crate) fn collective_owner(&self) -> usize {
-        Arc::as_ptr(&self.utilities) as usize
-    }
-
-    fn collective_stream(&mut self) -> Result<CUstream, ServerError> {
-        if let Some(stream) = self.collectives.stream {
-            return Ok(stream);
-        }
-        let stream = driver::stream::create_non_blocking()?;
-        self.collectives.stream = Some(stream);
-        Ok(stream)
-    }
-
-    fn check_collective_ordinal(&self) -> Result<(), ServerError> {
+impl Caller<'_> {
+    fn check_ordinal(&self) -> Result<(), ServerError> {
         let ordinal = self.context.ordinal();
         if ordinal != self.device.index {
             return Err(ServerError::generic(format!(
@@ -122,58 +118,176 @@ impl CudaServer {
         }
         Ok(())
     }
+}
+
+/// What one call moves: built (and checked) from the caller's arguments, then given the
+/// device addresses of its buffers ([`Operands::resolve`]).
+pub(crate) struct Operands {
+    operation: &'static str,
+    kind: CallKind,
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+    count: usize,
+    dtype: ElemType,
+    op: ReduceOperation,
+    buffers: Vec<Binding>,
+}
+
+impl Operands {
+    /// An all-reduce of `src` into `dst`.
+    ///
+    /// # Errors
+    /// A type NCCL can't reduce, or buffers of different sizes (or not whole elements).
+    pub(crate) fn all_reduce(
+        src: Binding,
+        dst: Binding,
+        dtype: ElemType,
+        op: ReduceOperation,
+    ) -> Result<Self, ServerError> {
+        check_collective_type(dtype, "all_reduce", "cuda")?;
+        if src.size() != dst.size() || !src.size().is_multiple_of(dtype.size() as u64) {
+            return Err(IoError::invalid(format!(
+                "all_reduce from {} bytes into {} bytes of {dtype}",
+                src.size(),
+                dst.size()
+            ))
+            .into());
+        }
+        Ok(Self {
+            operation: "all_reduce",
+            kind: CallKind::AllReduce {
+                bytes: src.size(),
+                dtype,
+                op,
+            },
+            send: 0,
+            recv: 0,
+            count: (src.size() / dtype.size() as u64) as usize,
+            dtype,
+            op,
+            buffers: vec![src, dst],
+        })
+    }
+
+    /// A send of `binding` to `peer` (`sending`), or a receive into it from `peer`, among
+    /// `device_ids`.
+    ///
+    /// # Errors
+    /// A type NCCL can't move, or a peer outside the set.
+    pub(crate) fn point_to_point(
+        binding: Binding,
+        dtype: ElemType,
+        peer: DeviceId,
+        device_ids: &[DeviceId],
+        sending: bool,
+    ) -> Result<Self, ServerError> {
+        let operation = if sending { "send" } else { "recv" };
+        check_collective_type(dtype, operation, "cuda")?;
+        let peer = DeviceSet::new(device_ids.to_vec()).require_rank(peer, operation)?;
+        let bytes = binding.size();
+        let kind = if sending {
+            CallKind::Send { peer, bytes }
+        } else {
+            CallKind::Recv { peer, bytes }
+        };
+        Ok(Self {
+            operation,
+            kind,
+            send: 0,
+            recv: 0,
+            count: (bytes / dtype.size() as u64) as usize,
+            dtype,
+            op: ReduceOperation::Sum,
+            buffers: vec![binding],
+        })
+    }
+
+    /// Sets the device addresses of the buffers, in order, as `address` gives them (the
+    /// whole binding, ordered on the caller's stream).
+    ///
+    /// # Errors
+    /// `address`'s error.
+    pub(crate) fn resolve(
+        &mut self,
+        mut address: impl FnMut(&Binding) -> Result<CUdeviceptr, ServerError>,
+    ) -> Result<(), ServerError> {
+        match self.buffers.as_slice() {
+            [src, dst] => {
+                self.send = address(src)?;
+                self.recv = address(dst)?;
+            }
+            [buffer] => {
+                self.send = address(buffer)?;
+                self.recv = self.send;
+            }
+            _ => return Err(ServerError::generic("a collective call without buffers")),
+        }
+        Ok(())
+    }
+}
+
+impl CudaCollectives {
+    fn stream(&mut self) -> Result<CUstream, ServerError> {
+        if let Some(stream) = self.stream {
+            return Ok(stream);
+        }
+        let stream = driver::stream::create_non_blocking()?;
+        self.stream = Some(stream);
+        Ok(stream)
+    }
 
     /// The slot of `device_ids`, joining its communicators on first use.
     fn slot(
         &mut self,
+        caller: &Caller<'_>,
         device_ids: Vec<DeviceId>,
         operation: &str,
     ) -> Result<&mut Slot, ServerError> {
         let set = DeviceSet::new(device_ids);
-        let key = set.id().id;
-        if !self.collectives.slots.contains_key(&key) {
-            if set.is_process_group() {
-                return Err(ServerError::generic(format!(
-                    "{operation}: this device hasn't joined the process group of {} ranks; \
-                     call init_process_group first",
-                    set.len()
-                )));
-            }
-            let rank = set.require_rank(self.device.to_id(), operation)?;
-            self.check_collective_ordinal()?;
-            let communicators = communicator::local(&set)?;
-            self.context.bind()?;
-            self.collectives.slots.insert(
-                key,
-                Slot {
-                    communicators,
-                    rank,
-                    last_done: None,
-                },
-            );
+        let vacant = match self.slots.entry(set.id().id) {
+            Entry::Occupied(slot) => return Ok(slot.into_mut()),
+            Entry::Vacant(vacant) => vacant,
+        };
+        if set.is_process_group() {
+            return Err(ServerError::generic(format!(
+                "{operation}: this device hasn't joined the process group of {} ranks; \
+                 call init_process_group first",
+                set.len()
+            )));
         }
-        self.collectives
-            .slots
-            .get_mut(&key)
-            .ok_or_else(|| ServerError::generic("a collective slot vanished"))
+        let rank = set.require_rank(caller.device.to_id(), operation)?;
+        caller.check_ordinal()?;
+        let communicators = communicator::local(&set)?;
+        caller.context.bind()?;
+        Ok(vacant.insert(Slot {
+            communicators,
+            rank,
+            last_done: None,
+        }))
     }
 
-    /// Creates (once) the communicators of `device_ids` and this device's place there.
-    pub(crate) fn collective_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
-        self.enter_collective()?;
-        self.slot(device_ids, "comm_init").map(|_| ())
+    /// Creates (once) the communicators of `device_ids` and the caller's place there.
+    pub(crate) fn init(
+        &mut self,
+        caller: &Caller<'_>,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        self.slot(caller, device_ids, "comm_init").map(|_| ())
     }
 
-    /// Joins `group` as its rank `group.rank()`.
-    pub(crate) fn collective_join(&mut self, group: ProcessGroup) -> Result<(), ServerError> {
-        self.enter()?;
+    /// Joins `group` as its rank `group.rank()` (`context` is the server's).
+    pub(crate) fn join(
+        &mut self,
+        context: &CudaContext,
+        group: ProcessGroup,
+    ) -> Result<(), ServerError> {
         let key = DeviceSet::new(group.members()).id().id;
-        if self.collectives.slots.contains_key(&key) {
+        if self.slots.contains_key(&key) {
             return Ok(());
         }
         let communicators = communicator::process(&group)?;
-        self.context.bind()?;
-        self.collectives.slots.insert(
+        context.bind()?;
+        self.slots.insert(
             key,
             Slot {
                 communicators,
@@ -184,31 +298,23 @@ impl CudaServer {
         Ok(())
     }
 
-    /// The device address of a whole binding, ordered on `stream`.
-    fn collective_buffer(
+    /// Prepares the caller's call (its buffers resolved) and queues it with its peers'.
+    /// See the module docs.
+    pub(crate) fn call(
         &mut self,
-        binding: &Binding,
-        stream: StreamId,
-    ) -> Result<CUdeviceptr, ServerError> {
-        self.use_on(binding.id(), stream)?;
-        Ok(self.resolve(binding)?.ptr)
-    }
-
-    /// Prepares this device's call and queues it with its peers'. See the module docs.
-    fn collective_call(
-        &mut self,
+        caller: &mut Caller<'_>,
         device_ids: Vec<DeviceId>,
         stream: StreamId,
-        transfer: Transfer,
-        operation: &str,
+        operands: Operands,
     ) -> Result<(), ServerError> {
-        let dtype = nccl::data_type(transfer.dtype)?;
-        let op = nccl::reduce_op(transfer.op);
-        let collective_stream = self.collective_stream()?;
-        let owner = self.collective_owner();
+        let operation = operands.operation;
+        let dtype = nccl::data_type(operands.dtype)?;
+        let op = nccl::reduce_op(operands.op);
+        let collective_stream = self.stream()?;
+        let owner = caller.owner;
         let key = DeviceSet::new(device_ids.clone()).id().id;
         let (rank, comm, group, ranks) = {
-            let slot = self.slot(device_ids, operation)?;
+            let slot = self.slot(caller, device_ids, operation)?;
             let comm = slot
                 .communicators
                 .comm(slot.rank)
@@ -220,7 +326,7 @@ impl CudaServer {
                 slot.communicators.ranks(),
             )
         };
-        if let CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } = transfer.kind
+        if let CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } = operands.kind
             && (peer == rank || peer >= ranks)
         {
             return Err(IoError::invalid(format!(
@@ -228,28 +334,28 @@ impl CudaServer {
             ))
             .into());
         }
-        let ready = self.streams.record(stream)?;
+        let ready = caller.streams.record(stream)?;
         let call = CudaCall {
-            context: self.context.clone(),
+            context: caller.context.clone(),
             stream: collective_stream,
             comm,
             ready: Some(ready),
             done: None,
-            events: self.streams.events().clone(),
-            send: transfer.send,
-            recv: transfer.recv,
-            count: transfer.count,
+            events: caller.streams.events().clone(),
+            send: operands.send,
+            recv: operands.recv,
+            count: operands.count,
             dtype,
             op,
             by_owner: on_runner_thread(),
             awaiting_owner: false,
-            buffers: transfer.buffers,
+            buffers: operands.buffers,
         };
-        let arrived = group.arrive(rank, owner, transfer.kind, call, true, &mut NcclLauncher);
+        let arrived = group.arrive(rank, owner, operands.kind, call, true, &mut NcclLauncher);
         let ticket = match arrived {
             Ok(ticket) => ticket,
             Err(error) => {
-                self.context.bind()?;
+                caller.context.bind()?;
                 return Err(error);
             }
         };
@@ -257,21 +363,21 @@ impl CudaServer {
         // (the peers' kernels already wait for it on their devices): settle before anything
         // else can return early.
         if let Some(finished) = group.take(ticket) {
-            return self.settle_call(stream, key, finished);
+            return self.settle_call(caller, stream, key, finished);
         }
         if on_runner_thread() {
             return match group.wait(ticket, collective_timeout(), &mut NcclLauncher) {
-                Ok(finished) => self.settle_call(stream, key, finished),
+                Ok(finished) => self.settle_call(caller, stream, key, finished),
                 Err(error) => {
-                    self.context.bind()?;
-                    self.shared.push_error(stream, error);
+                    caller.context.bind()?;
+                    caller.shared.push_error(stream, error);
                     Ok(())
                 }
             };
         }
         // NCCL and the launcher bound other devices' contexts on this thread.
-        self.context.bind()?;
-        self.collectives.held.push(Held {
+        caller.context.bind()?;
+        self.held.push(Held {
             stream,
             key,
             group,
@@ -285,6 +391,7 @@ impl CudaServer {
     /// abandoned queues its error on `stream`.
     fn settle_call(
         &mut self,
+        caller: &mut Caller<'_>,
         stream: StreamId,
         key: u64,
         mut finished: Finished<CudaCall>,
@@ -294,15 +401,15 @@ impl CudaServer {
             finished.result = finished.result.and(launched);
         }
         // NCCL and the launcher may have bound other devices' contexts on this thread.
-        self.context.bind()?;
+        caller.context.bind()?;
         if let Err(error) = finished.result {
-            self.shared.push_error(stream, error);
+            caller.shared.push_error(stream, error);
         }
         let Some(done) = finished.payload.done.take() else {
             return Ok(());
         };
         let events = finished.payload.events.clone();
-        let raw = match self.streams.raw(stream) {
+        let raw = match caller.streams.raw(stream) {
             Ok(raw) => raw,
             Err(failure) => {
                 events.give_back(done);
@@ -311,8 +418,8 @@ impl CudaServer {
         };
         // SAFETY: live stream and event of this context; the wait is captured now.
         let waited = unsafe { driver::stream::wait_event(raw, done) };
-        self.streams.bump(stream);
-        match self.collectives.slots.get_mut(&key) {
+        caller.streams.bump(stream);
+        match self.slots.get_mut(&key) {
             Some(slot) => {
                 if let Some(old) = slot.last_done.replace(done) {
                     events.give_back(old);
@@ -335,16 +442,17 @@ impl CudaServer {
     /// # Errors
     /// A held call whose peers still haven't called (nothing else may run on this device
     /// before it: see the module docs), or the driver's error.
-    pub(crate) fn settle_held_collectives(
+    pub(crate) fn settle_held(
         &mut self,
+        caller: &mut Caller<'_>,
         queue_behind: bool,
     ) -> Result<(), ServerError> {
-        if self.collectives.held.is_empty() {
+        if self.held.is_empty() {
             return Ok(());
         }
         let mut first = Ok(());
         let mut still = Vec::new();
-        for held in std::mem::take(&mut self.collectives.held) {
+        for held in std::mem::take(&mut self.held) {
             let finished = match held.group.take(held.ticket) {
                 Some(finished) => Some(finished),
                 None if queue_behind => None,
@@ -352,7 +460,7 @@ impl CudaServer {
             };
             match finished {
                 Some(finished) => {
-                    let settled = self.settle_call(held.stream, held.key, finished);
+                    let settled = self.settle_call(caller, held.stream, held.key, finished);
                     if first.is_ok() {
                         first = settled;
                     }
@@ -361,133 +469,54 @@ impl CudaServer {
             }
         }
         let waiting = still.len();
-        self.collectives.held = still;
+        self.held = still;
         first?;
         if waiting > 0 && !queue_behind {
             return Err(ServerError::generic(format!(
                 "{:?} has {waiting} collective call(s) still waiting for the other devices' \
                  matching calls: with an inline device handle make every device's call of a \
                  collective before anything else on these devices",
-                self.device.to_id()
+                caller.device.to_id()
             )));
         }
         Ok(())
     }
 
-    /// [`CudaServer::enter`] for a collective call, which may queue behind held ones.
-    fn enter_collective(&mut self) -> Result<(), ServerError> {
-        self.shared.health()?;
-        self.context.bind()?;
-        self.settle_held_collectives(true)
-    }
-
-    /// This device's part of an all-reduce.
-    pub(crate) fn collective_all_reduce(
-        &mut self,
-        src: Binding,
-        dst: Binding,
-        dtype: ElemType,
-        stream: StreamId,
-        op: ReduceOperation,
-        device_ids: Vec<DeviceId>,
-    ) -> Result<(), ServerError> {
-        self.enter_collective()?;
-        self.refuse_if_capturing(stream)?;
-        check_collective_type(dtype, "all_reduce", "cuda")?;
-        if src.size() != dst.size() || !src.size().is_multiple_of(dtype.size() as u64) {
-            return Err(IoError::invalid(format!(
-                "all_reduce from {} bytes into {} bytes of {dtype}",
-                src.size(),
-                dst.size()
-            ))
-            .into());
-        }
-        let send = self.collective_buffer(&src, stream)?;
-        let recv = self.collective_buffer(&dst, stream)?;
-        let transfer = Transfer {
-            kind: CallKind::AllReduce {
-                bytes: src.size(),
-                dtype,
-                op,
-            },
-            send,
-            recv,
-            count: (src.size() / dtype.size() as u64) as usize,
-            dtype,
-            op,
-            buffers: vec![src, dst],
-        };
-        self.collective_call(device_ids, stream, transfer, "all_reduce")
-    }
-
-    /// This device's send (`to_peer`) or receive (`from_peer`) of `binding`.
-    pub(crate) fn collective_point_to_point(
-        &mut self,
-        binding: Binding,
-        dtype: ElemType,
-        stream: StreamId,
-        peer: DeviceId,
-        device_ids: Vec<DeviceId>,
-        sending: bool,
-    ) -> Result<(), ServerError> {
-        let operation = if sending { "send" } else { "recv" };
-        self.enter_collective()?;
-        self.refuse_if_capturing(stream)?;
-        check_collective_type(dtype, operation, "cuda")?;
-        let peer = DeviceSet::new(device_ids.clone()).require_rank(peer, operation)?;
-        let bytes = binding.size();
-        let buffer = self.collective_buffer(&binding, stream)?;
-        let kind = if sending {
-            CallKind::Send { peer, bytes }
-        } else {
-            CallKind::Recv { peer, bytes }
-        };
-        let transfer = Transfer {
-            kind,
-            send: buffer,
-            recv: buffer,
-            count: (bytes / dtype.size() as u64) as usize,
-            dtype,
-            op: ReduceOperation::Sum,
-            buffers: vec![binding],
-        };
-        self.collective_call(device_ids, stream, transfer, operation)
-    }
-
-    /// Makes `stream` wait for every collective call this server made, and returns the
-    /// errors queued on it.
+    /// Makes `stream` wait for every collective call this server made (the context is
+    /// bound).
     ///
     /// # Errors
-    /// A call of an inline handle still waiting for its peers, a collective's error, or the
-    /// driver's.
-    pub(crate) fn collective_sync(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        let raw = self.streams.raw(stream)?;
-        for slot in self.collectives.slots.values() {
+    /// The driver's error.
+    pub(crate) fn wait_all(
+        &self,
+        streams: &mut Streams,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        let raw = streams.raw(stream)?;
+        for slot in self.slots.values() {
             let Some(done) = slot.last_done else {
                 continue;
             };
             // SAFETY: live stream and event of this context.
             unsafe { driver::stream::wait_event(raw, done) }?;
         }
-        self.streams.bump(stream);
-        self.shared.take_errors(stream)
+        streams.bump(stream);
+        Ok(())
     }
 
-    /// Abandons the calls still waiting for their peers and waits for the collective stream.
-    /// For the server's drop.
-    pub(crate) fn collective_shutdown(&mut self) {
-        let owner = self.collective_owner();
-        self.collectives.held.clear();
-        for slot in self.collectives.slots.values() {
+    /// Abandons the calls still waiting for their peers (those of server `owner`, whose
+    /// context is `context`) and waits for the collective stream. For the server's drop.
+    pub(crate) fn shutdown(&mut self, owner: usize, context: &CudaContext) {
+        self.held.clear();
+        for slot in self.slots.values() {
             slot.communicators
                 .group
                 .abandon_owner(owner, &mut NcclLauncher);
         }
-        if self.context.bind().is_err() {
+        if context.bind().is_err() {
             return;
         }
-        if let Some(stream) = self.collectives.stream.take() {
+        if let Some(stream) = self.stream.take() {
             // SAFETY: the collective stream of this server, synchronized then destroyed
             // once; no queued call refers to it any more (abandoned above).
             unsafe {
@@ -497,10 +526,10 @@ impl CudaServer {
         }
     }
 
-    /// Gives the slots' last done events back (after every stream of the server is idle).
-    pub(crate) fn collective_release_events(&mut self) {
-        let events = self.streams.events().clone();
-        for (_, slot) in self.collectives.slots.drain() {
+    /// Gives the slots' last done events back to `events` (after every stream of the server
+    /// is idle).
+    pub(crate) fn release_events(&mut self, events: &EventPool) {
+        for (_, slot) in self.slots.drain() {
             if let Some(done) = slot.last_done {
                 events.give_back(done);
             }

@@ -5,10 +5,16 @@
 //! info words and, for checked launches, a status slot; the driver copies it at launch.
 //! Nothing is allocated on the way unless the kernel takes tensor maps.
 //! A dynamic cube count is read back from its buffer (this waits for the stream).
+//!
+//! Unlike transfers, profiles, graphs and collectives, a launch is not a part of its own: it
+//! works on the server's core throughout (memory resolution and cross-stream ordering of
+//! every buffer, the compiler, the status blocks, the streams), so it is an `impl
+//! CudaServer` in a child module of `server`. Of the parts it only tells the graph capture
+//! in progress ([`crate::graph::Graphs`]) which memory and how many launches it captured.
 
+use super::CudaServer;
 use crate::driver;
 use crate::kernel::{CudaKernel, KernelArgs};
-use crate::server::CudaServer;
 use crate::tma::encode_tensor_map;
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::{
@@ -52,7 +58,7 @@ impl CudaServer {
     }
 
     /// Launches `kernel` on `stream`.
-    pub(crate) fn launch_kernel(
+    pub(super) fn launch_kernel(
         &mut self,
         kernel: &CudaKernel,
         count: &CubeCount,
@@ -90,15 +96,13 @@ impl CudaServer {
             let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
             self.use_on(binding.id(), stream)?;
             args.set_buffer(index, resource.ptr, resource.size);
-            if let Some(capture) = &mut self.capture {
-                capture.bindings.push(binding.clone());
-            }
+            self.graphs.record_binding(binding);
         }
         args.set_counts_and_info(arguments.buffers.len(), &arguments.info.data);
         let raw = self.streams.raw(stream)?;
         if mode != ExecutionMode::Unchecked {
-            let status_stream = self.status_stream(stream);
-            if self.capture.is_none() && self.status.is_full(status_stream) {
+            let status_stream = self.graphs.status_stream(stream);
+            if !self.graphs.capture_in_progress() && self.status.is_full(status_stream) {
                 self.submit_job(stream, crate::completion::Reply::Status)?;
             }
             args.set_status(self.status.slot(status_stream, kernel.shared_name())?);
@@ -110,9 +114,7 @@ impl CudaServer {
                 .map_err(LaunchError::IoError)?;
             self.use_on(tensor_map.binding.id(), stream)?;
             maps.push(encode_tensor_map(resource.ptr, &tensor_map.map)?);
-            if let Some(capture) = &mut self.capture {
-                capture.bindings.push(tensor_map.binding.clone());
-            }
+            self.graphs.record_binding(&tensor_map.binding);
         }
         let mut first = [args.as_param()];
         let mut with_maps: Vec<*mut c_void>;
@@ -153,9 +155,7 @@ impl CudaServer {
             }
         })?;
         self.streams.bump(stream);
-        if let Some(capture) = &mut self.capture {
-            capture.launches += 1;
-        }
+        self.graphs.count_launch();
         Ok(())
     }
 }
