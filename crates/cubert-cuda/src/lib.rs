@@ -33,6 +33,7 @@ mod driver;
 mod graph;
 mod kernel;
 pub mod kernels;
+pub mod lang;
 pub mod nccl;
 mod peer;
 mod prelude;

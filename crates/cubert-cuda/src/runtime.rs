@@ -38,6 +38,13 @@ impl Runtime for CudaRuntime {
         crate::kernels::standard_kernel(kernel)
     }
 
+    fn language_kernel(
+        definition: &cubert_lang::KernelDefinition,
+        cube_dim: cubert_runtime::CubeDim,
+    ) -> Result<crate::CudaKernel, LaunchError> {
+        crate::lang::language_kernel(definition, cube_dim)
+    }
+
     fn standard_variants(
         kernel: StandardKernel,
         properties: &DeviceProperties,

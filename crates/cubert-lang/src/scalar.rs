@@ -20,6 +20,26 @@ pub trait Scalar: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync 
 
     /// The value of `bits` (the low `ELEM.size()` bytes).
     fn from_bits(bits: u64) -> Self;
+
+    /// The value without loss: integers and `bool` as [`Widened::Int`], floats as
+    /// [`Widened::Float`] (the first step of a cast).
+    fn widen(self) -> Widened;
+
+    /// `value as Self`, the second step of a cast, with the language's conversions:
+    /// integers wrap (Rust `as`); floats to integers saturate and NaN gives 0; a number is
+    /// `true` when it isn't zero; to a half type rounds once to nearest even from the f64
+    /// value (integers beyond 2^53 round to f64 first, as the CUDA generator's `(double)`
+    /// conversion does, so both backends give the same bits).
+    fn narrow(value: Widened) -> Self;
+}
+
+/// A scalar widened without loss, between the two steps of a cast.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Widened {
+    /// An integer or a `bool` (0 or 1).
+    Int(i128),
+    /// A float (every float type converts to f64 exactly).
+    Float(f64),
 }
 
 /// A scalar with arithmetic: every type but `bool`.
@@ -49,7 +69,7 @@ pub trait Numeric: Scalar {
 }
 
 /// An integer type.
-pub trait Int: Numeric + Ord + Eq {
+pub trait Int: Numeric + Ord + Eq + crate::native::Bits + crate::native::Not {
     /// `a & b`.
     fn bitand(a: Self, b: Self) -> Self;
     /// `a | b`.
@@ -105,6 +125,15 @@ impl Scalar for bool {
     fn from_bits(bits: u64) -> Self {
         bits & 0xff != 0
     }
+    fn widen(self) -> Widened {
+        Widened::Int(i128::from(self))
+    }
+    fn narrow(value: Widened) -> Self {
+        match value {
+            Widened::Int(v) => v != 0,
+            Widened::Float(v) => v != 0.0,
+        }
+    }
 }
 
 macro_rules! int_scalar {
@@ -116,6 +145,17 @@ macro_rules! int_scalar {
             }
             fn from_bits(bits: u64) -> Self {
                 bits as $unsigned as $ty
+            }
+            #[inline]
+            fn widen(self) -> Widened {
+                Widened::Int(self as i128)
+            }
+            #[inline]
+            fn narrow(value: Widened) -> Self {
+                match value {
+                    Widened::Int(v) => v as $ty,
+                    Widened::Float(v) => v as $ty,
+                }
             }
         }
 
@@ -185,6 +225,18 @@ macro_rules! native_float {
             fn from_bits(bits: u64) -> Self {
                 <$ty>::from_bits(bits as $bits)
             }
+            #[inline]
+            fn widen(self) -> Widened {
+                Widened::Float(self as f64)
+            }
+            #[inline]
+            fn narrow(value: Widened) -> Self {
+                // i128 -> f32 rounds once (an i64 through f64 would round twice).
+                match value {
+                    Widened::Int(v) => v as $ty,
+                    Widened::Float(v) => v as $ty,
+                }
+            }
         }
 
         impl Numeric for $ty {
@@ -253,6 +305,17 @@ macro_rules! half_float {
             }
             fn from_bits(bits: u64) -> Self {
                 <$ty>::from_bits(bits as u16)
+            }
+            #[inline]
+            fn widen(self) -> Widened {
+                Widened::Float(self.to_f64())
+            }
+            #[inline]
+            fn narrow(value: Widened) -> Self {
+                match value {
+                    Widened::Int(v) => $from_f64(v as f64),
+                    Widened::Float(v) => $from_f64(v),
+                }
             }
         }
 

@@ -569,11 +569,25 @@ impl Context {
         let Expr::Path(path) = &*call.func else {
             return Err(unsupported(span, "calling this"));
         };
+        let segments: Vec<_> = path.path.segments.iter().collect();
+        let is_new = segments.len() == 2 && segments[1].ident == "new";
         let mut args = Vec::new();
         for arg in &call.args {
-            args.push(self.expr(arg)?);
+            if is_new {
+                // `F::new(x)` takes a plain f64 in both forms: a literal or a compile-time
+                // value, evaluated as Rust.
+                if !self.is_comptime(arg) {
+                    return Err(syn::Error::new(
+                        arg.span(),
+                        "`F::new` takes a literal or a compile-time value; convert a runtime \
+                         value with `as`",
+                    ));
+                }
+                args.push(quote!((#arg) as f64));
+            } else {
+                args.push(self.expr(arg)?);
+            }
         }
-        let segments: Vec<_> = path.path.segments.iter().collect();
         if path.qself.is_none()
             && segments.len() == 1
             && segments[0].ident == "select"

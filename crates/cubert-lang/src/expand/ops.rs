@@ -51,14 +51,12 @@ comparison! {
 }
 
 /// Records `a << amount` (the amount modulo the bit width).
-pub fn shl<T: Int, A: Int>(a: Val<T>, amount: Val<A>) -> Val<T> {
-    let amount = cast::<u32, A>(amount);
+pub fn shl<T: Int>(a: Val<T>, amount: Val<u32>) -> Val<T> {
     Val::compute(Operation::Binary(BinaryOp::Shl, a.value(), amount.value()))
 }
 
 /// Records `a >> amount` (the amount modulo the bit width).
-pub fn shr<T: Int, A: Int>(a: Val<T>, amount: Val<A>) -> Val<T> {
-    let amount = cast::<u32, A>(amount);
+pub fn shr<T: Int>(a: Val<T>, amount: Val<u32>) -> Val<T> {
     Val::compute(Operation::Binary(BinaryOp::Shr, a.value(), amount.value()))
 }
 

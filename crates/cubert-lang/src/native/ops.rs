@@ -5,7 +5,6 @@
 //! expansion. The semantics are the language's (see [`crate::scalar`]).
 
 use crate::scalar::{Float, Int, Numeric, Scalar};
-use half::{bf16, f16};
 
 /// `a + b`.
 #[inline]
@@ -57,15 +56,15 @@ pub fn bitor<T: Bits>(a: T, b: T) -> T {
 pub fn bitxor<T: Bits>(a: T, b: T) -> T {
     T::xor_bits(a, b)
 }
-/// `a << b` (the amount modulo the bit width).
+/// `a << b` (the amount is a `u32`, taken modulo the bit width).
 #[inline]
-pub fn shl<T: Int, A: Int>(a: T, amount: A) -> T {
-    T::shl(a, amount.as_u32())
+pub fn shl<T: Int>(a: T, amount: u32) -> T {
+    T::shl(a, amount)
 }
 /// `a >> b` (the amount modulo the bit width).
 #[inline]
-pub fn shr<T: Int, A: Int>(a: T, amount: A) -> T {
-    T::shr(a, amount.as_u32())
+pub fn shr<T: Int>(a: T, amount: u32) -> T {
+    T::shr(a, amount)
 }
 /// `a == b`.
 #[inline]
@@ -167,10 +166,10 @@ pub fn min<T: Numeric>(a: T, b: T) -> T {
 pub fn max<T: Numeric>(a: T, b: T) -> T {
     T::max_of(a, b)
 }
-/// `x as T`, with the language's conversions (see [`CastFrom`]).
+/// `x as T`, with the language's conversions (see [`Scalar::narrow`]).
 #[inline]
-pub fn cast<T: CastFrom<S>, S: Scalar>(value: S) -> T {
-    T::cast_from(value)
+pub fn cast<T: Scalar, S: Scalar>(value: S) -> T {
+    T::narrow(value.widen())
 }
 
 /// The values of `start .. end` (or `..= end`) by `step`; a zero step counts as 1, so a
@@ -270,142 +269,6 @@ macro_rules! int_bits {
     )*};
 }
 int_bits!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-/// A conversion of the language (`x as T`): between any two scalar types. Integers wrap
-/// (Rust `as`); floats to integers saturate and NaN gives 0; `bool` is 0 or 1 and a number
-/// is `true` when it isn't zero; to a half type rounds once to nearest even (from f64 too,
-/// through [`crate::half_rounding`]).
-pub trait CastFrom<S>: Scalar {
-    /// `value as Self`.
-    fn cast_from(value: S) -> Self;
-}
-
-/// The value as f64 (exact for every type but the 64-bit integers) and as i128/u128 where
-/// integers need exactness.
-trait Wide: Scalar {
-    fn wide(self) -> Wide128;
-}
-
-/// A scalar widened without loss: integers as i128, floats as f64, bools as 0/1.
-#[derive(Clone, Copy)]
-enum Wide128 {
-    Int(i128),
-    Float(f64),
-}
-
-macro_rules! wide_int {
-    ($($ty:ty),*) => {$(
-        impl Wide for $ty {
-            #[inline]
-            fn wide(self) -> Wide128 { Wide128::Int(self as i128) }
-        }
-    )*};
-}
-wide_int!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-impl Wide for bool {
-    #[inline]
-    fn wide(self) -> Wide128 {
-        Wide128::Int(i128::from(self))
-    }
-}
-impl Wide for f32 {
-    #[inline]
-    fn wide(self) -> Wide128 {
-        Wide128::Float(f64::from(self))
-    }
-}
-impl Wide for f64 {
-    #[inline]
-    fn wide(self) -> Wide128 {
-        Wide128::Float(self)
-    }
-}
-impl Wide for f16 {
-    #[inline]
-    fn wide(self) -> Wide128 {
-        Wide128::Float(self.to_f64())
-    }
-}
-impl Wide for bf16 {
-    #[inline]
-    fn wide(self) -> Wide128 {
-        Wide128::Float(self.to_f64())
-    }
-}
-
-macro_rules! cast_to_int {
-    ($($ty:ty),*) => {$(
-        impl<S: Wide> CastFrom<S> for $ty {
-            #[inline]
-            fn cast_from(value: S) -> Self {
-                match value.wide() {
-                    Wide128::Int(v) => v as $ty,
-                    Wide128::Float(v) => v as $ty,
-                }
-            }
-        }
-    )*};
-}
-cast_to_int!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-impl<S: Wide> CastFrom<S> for bool {
-    #[inline]
-    fn cast_from(value: S) -> Self {
-        match value.wide() {
-            Wide128::Int(v) => v != 0,
-            Wide128::Float(v) => v != 0.0,
-        }
-    }
-}
-
-impl<S: Wide> CastFrom<S> for f64 {
-    #[inline]
-    fn cast_from(value: S) -> Self {
-        match value.wide() {
-            Wide128::Int(v) => v as f64,
-            Wide128::Float(v) => v,
-        }
-    }
-}
-
-impl<S: Wide> CastFrom<S> for f32 {
-    #[inline]
-    fn cast_from(value: S) -> Self {
-        match value.wide() {
-            // i128 -> f32 rounds once (an i64 through f64 would round twice).
-            Wide128::Int(v) => v as f32,
-            Wide128::Float(v) => v as f32,
-        }
-    }
-}
-
-impl<S: Wide> CastFrom<S> for f16 {
-    #[inline]
-    fn cast_from(value: S) -> Self {
-        match value.wide() {
-            Wide128::Int(v) => crate::half_rounding::f64_to_f16(int_to_f64_for_half(v)),
-            Wide128::Float(v) => crate::half_rounding::f64_to_f16(v),
-        }
-    }
-}
-
-impl<S: Wide> CastFrom<S> for bf16 {
-    #[inline]
-    fn cast_from(value: S) -> Self {
-        match value.wide() {
-            Wide128::Int(v) => crate::half_rounding::f64_to_bf16(int_to_f64_for_half(v)),
-            Wide128::Float(v) => crate::half_rounding::f64_to_bf16(v),
-        }
-    }
-}
-
-/// An integer as f64 on its way to a half type: exact up to 2^53; beyond, it rounds twice
-/// (to f64, then to the half type), exactly as the CUDA generator's `(double)` conversion
-/// does, so both backends give the same bits.
-fn int_to_f64_for_half(value: i128) -> f64 {
-    value as f64
-}
 
 /// `Float::new` spelled as a function (for `F::new(x)` on the expansion side too).
 #[inline]

@@ -1,0 +1,202 @@
+//! The CUDA generator of the kernel language: every construct of the language, for every
+//! element type, prints CUDA C++ that NVRTC compiles for Hopper in both execution modes.
+//! Needs only NVRTC (no GPU): run with `--include-ignored` where libnvrtc is installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cubert_cuda::lang::{entry_name, generate};
+use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
+use cubert_runtime::ExecutionMode;
+use cubert_runtime::lang::KernelDefinition;
+use cubert_runtime::lang::prelude::*;
+
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn saxpy<F: Float>(a: F, x: &Array<F>, y: &mut Array<F>) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// Arithmetic, comparisons, bit operations, compound assignment and `select` on `T`.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn integer_ops<T: Int>(x: &Array<T>, out: &mut Array<T>) {
+    let i = ABSOLUTE_POS_X;
+    if i >= x.len() {
+        return;
+    }
+    let a = x[i];
+    let b = x[(i + 1) % x.len()];
+    let mut acc = a + b - a * b;
+    acc += a / b;
+    acc -= a % b;
+    acc = acc ^ (a & b) | (a >> 3u32);
+    acc = acc << (b & x[0]) as u32;
+    acc = select(a < b, acc, !acc);
+    acc = -acc;
+    out[i] = acc.abs().min(a).max(b);
+    out[i] += a;
+}
+
+/// Control flow: if/else chains, `if` as a value, loops of every kind, `&&`/`||`, local
+/// arrays, and a compile-time parameter.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn control_flow(
+    x: &Array<i32>,
+    out: &mut Array<i32>,
+    #[comptime] unroll: u32,
+    #[comptime] negate: bool,
+) {
+    let i = UNIT_POS + CUBE_POS * CUBE_DIM;
+    let mut local = [0i32; 8];
+    let mut total = 0i32;
+    for j in 0..8u32 {
+        local[j] = x[(i + j) % x.len()];
+    }
+    for j in (0..unroll).step_by(2) {
+        total += local[j % 8];
+    }
+    for j in 1..=3i32 {
+        if j == 2 {
+            continue;
+        }
+        total += j;
+    }
+    let mut k = 0u32;
+    while k < 4 {
+        k += 1;
+        if k > 2 && total > 100 {
+            break;
+        }
+    }
+    loop {
+        total -= 1;
+        if total < 0 || k == 0 {
+            break;
+        }
+    }
+    let sign = if total > 0 {
+        1
+    } else if total < 0 {
+        -1
+    } else {
+        0
+    };
+    if negate {
+        total = -total;
+    }
+    let copy = local;
+    local[0] = 7;
+    if i < out.len() && x[i] != 0 {
+        out[i] = total * sign + copy[0] + (CUBE_COUNT_Y + UNIT_POS_Z + ABSOLUTE_POS_Y) as i32;
+    }
+}
+
+/// Every float method, `F::new`, and casts to and from `F`.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn float_math<F: Float>(x: &Array<F>, out: &mut Array<F>, flags: &mut Array<u8>) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        let v = x[i];
+        let mut r = v.sqrt() + v.exp() + v.ln() + v.log2() + v.log10();
+        r += v.sin() * v.cos() - v.tan() / v.tanh();
+        r += v.erf() + v.floor() + v.ceil() + v.round() + v.trunc() + v.recip();
+        r += v.abs().powf(F::new(1.5)) + v.mul_add(F::new(2.0), F::new(-1.0));
+        r = r.min(F::new(1.0e4)).max(-F::new(1.0e4)) % F::new(7.0);
+        out[i] = r;
+        flags[i] = (v.is_nan() as u8) | ((r > v) as u8) << 1u32 | (v as i32 as u8);
+    }
+}
+
+/// Casts between `A` and `B` both ways, through `bool` and `u64`.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn casts<A: Scalar, B: Scalar>(x: &Array<A>, out: &mut Array<B>, back: &mut Array<A>) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        let b = x[i] as B;
+        out[i] = b;
+        back[i] = b as A;
+        let flag = x[i] as bool;
+        back[i] = select(flag, back[i], (x[i] as u64) as A);
+    }
+}
+
+fn definitions() -> Vec<KernelDefinition> {
+    let mut all = vec![
+        saxpy::definition::<f16>(),
+        saxpy::definition::<bf16>(),
+        saxpy::definition::<f32>(),
+        saxpy::definition::<f64>(),
+        integer_ops::definition::<i8>(),
+        integer_ops::definition::<i16>(),
+        integer_ops::definition::<i32>(),
+        integer_ops::definition::<i64>(),
+        integer_ops::definition::<u8>(),
+        integer_ops::definition::<u16>(),
+        integer_ops::definition::<u32>(),
+        integer_ops::definition::<u64>(),
+        control_flow::definition(6, false),
+        control_flow::definition(9, true),
+        float_math::definition::<f16>(),
+        float_math::definition::<bf16>(),
+        float_math::definition::<f32>(),
+        float_math::definition::<f64>(),
+    ];
+    macro_rules! cast_pairs {
+        ($($a:ty),*) => {
+            $( all.extend(cast_pairs!(@row $a; f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool)); )*
+        };
+        (@row $a:ty; $($b:ty),*) => {
+            [$(casts::definition::<$a, $b>()),*]
+        };
+    }
+    cast_pairs!(
+        f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool
+    );
+    all
+}
+
+#[test]
+fn every_test_kernel_expands_and_generates_cuda() {
+    for definition in definitions() {
+        let ir = definition.ir().unwrap_or_else(|error| panic!("{error}"));
+        let entry = entry_name(definition.name(), definition.id());
+        let source = generate(ir, &entry).unwrap_or_else(|error| panic!("{error}"));
+        assert!(source.contains(&format!("void {entry}(")), "{source}");
+    }
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn every_test_kernel_compiles_for_sm_90() {
+    nvrtc_version().expect("NVRTC must be installed for this test");
+    let definitions = definitions();
+    let mut failures = Vec::new();
+    for definition in &definitions {
+        let ir = definition.ir().unwrap();
+        let entry = entry_name(definition.name(), definition.id());
+        let source = generate(ir, &entry).unwrap();
+        for mode in [ExecutionMode::Checked, ExecutionMode::Unchecked] {
+            let options = nvrtc_options((9, 0), mode, &[]);
+            if let Err(log) = compile_cuda(&entry, &source, &options) {
+                failures.push(format!("{} ({mode:?}):\n{log}\n{source}", definition.id()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} kernels failed, first:\n{}",
+        failures.len(),
+        definitions.len(),
+        failures[0]
+    );
+    eprintln!("{} language kernels compiled in 2 modes", definitions.len());
+}
+
+#[test]
+#[ignore = "prints a generated kernel"]
+fn print_control_flow() {
+    let definition = control_flow::definition(6, false);
+    let entry = entry_name(definition.name(), definition.id());
+    println!("{}", generate(definition.ir().unwrap(), &entry).unwrap());
+}
