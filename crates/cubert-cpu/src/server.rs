@@ -18,7 +18,6 @@ use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
 use cubert_runtime::future::{DynFut, ready};
 use cubert_runtime::handle::MemoryId;
 use cubert_runtime::layout::PitchedLayoutPolicy;
-use cubert_runtime::logging::ServerLogger;
 use cubert_runtime::memory::{
     DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
 };
@@ -108,20 +107,12 @@ impl CpuServer {
             properties.memory.pitch_alignment,
             limit,
         );
-        let logger = Arc::new(ServerLogger::new(config.profiling.clone(), device.index));
         let info = CpuInfo {
             device_count: config.cpu.devices,
             threads,
             memory_limit: limit,
         };
-        let utilities = ServerUtilities::new(
-            device.to_id(),
-            properties,
-            logger,
-            info,
-            layout,
-            config.compilation.bounds_check,
-        );
+        let utilities = ServerUtilities::new(device.to_id(), properties, info, layout, config);
         Ok(Self {
             device,
             memory,
@@ -374,10 +365,6 @@ impl ComputeServer for CpuServer {
         if let Err(error) = allocated {
             self.errors.push(stream, error.into());
         }
-    }
-
-    fn logger(&self) -> Arc<ServerLogger> {
-        self.utilities.logger.clone()
     }
 
     fn utilities(&self) -> Arc<ServerUtilities<Self>> {

@@ -40,7 +40,6 @@ use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::future::{DynFut, oneshot, ready};
 use cubert_runtime::handle::MemoryId;
 use cubert_runtime::layout::PitchedLayoutPolicy;
-use cubert_runtime::logging::ServerLogger;
 use cubert_runtime::memory::{
     Allocation, DeviceMemory, IdMap, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
     StreamOrdering,
@@ -144,7 +143,6 @@ impl CudaServer {
             properties.memory.pitch_alignment,
             total,
         );
-        let logger = Arc::new(ServerLogger::new(config.profiling.clone(), device.index));
         let pinned = PinnedPool::new(
             context.clone(),
             usize::try_from(config.cuda.pinned_cache).unwrap_or(DEFAULT_MAX_CACHED),
@@ -158,15 +156,8 @@ impl CudaServer {
             // Mapped pages are granted to their own device only: no peer copies from them.
             peer_copy: config.cuda.peer_copy && !config.memory.paged,
         };
-        let utilities = ServerUtilities::new(
-            device.to_id(),
-            properties,
-            logger,
-            cuda_info,
-            layout,
-            config.compilation.bounds_check,
-        )
-        .with_staging(Arc::new(PinnedStaging(pinned.clone())));
+        let utilities = ServerUtilities::new(device.to_id(), properties, cuda_info, layout, config)
+            .with_staging(Arc::new(PinnedStaging(pinned.clone())));
         let disk = if config.compilation.disk_cache {
             config
                 .compilation
@@ -443,10 +434,6 @@ impl ComputeServer for CudaServer {
             .iter()
             .map(|&size| self.transfers.staging(size).map_err(ServerError::from))
             .collect()
-    }
-
-    fn logger(&self) -> Arc<ServerLogger> {
-        self.utilities.logger.clone()
     }
 
     fn utilities(&self) -> Arc<ServerUtilities<Self>> {

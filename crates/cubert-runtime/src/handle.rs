@@ -3,7 +3,7 @@
 //! A [`Handle`] is minted on the caller's thread, before the device has reserved anything:
 //! it carries a stable [`MemoryId`] from a global counter, the size, and the stream that
 //! created it. The server binds the id to a slice of device memory when it runs the queued
-//! `initialize_memory` task; queue order makes that lazy binding safe.
+//! allocation (`ComputeServer::allocate`); queue order makes that lazy binding safe.
 //!
 //! Several handles can be views into one allocation (`create_tensors` packs tensors into one
 //! buffer); each view has its own offset and size and shares the allocation's id.
@@ -12,8 +12,9 @@
 //! id is pushed onto the owning device's [`ReleaseQueue`]; the server drains that queue and
 //! returns the slice to its pool. Because every queued task holds a [`Binding`] of the memory
 //! it uses, the release is seen only after all of that work was handed to the device.
-//! The one task that holds no binding is the reservation `empty` queues (only the id, for
-//! speed): its handle may be released first, and the server then skips the reservation
+//! The one queued work that holds no binding is the allocation itself (only the id is
+//! queued, for speed): where nothing queued after it holds the memory (`empty*`), its
+//! handles may be released first, and the server then skips the allocation
 //! (`DeviceMemory::allocate`, `MemoryManager::release_early`). Ids are never reused, so a
 //! stale id can never point to another allocation.
 //!

@@ -1,10 +1,12 @@
 //! Creating device memory: uploads (`create*`), empty allocations (`empty*`) and pinned
 //! staging.
 //!
-//! Handles are minted on the caller's thread by the layout policy; the reservation and the
-//! upload are queued and the call returns at once. Problems the caller can fix (a zero-size
-//! or impossible allocation, data that doesn't match its shape) are returned right away;
-//! a device that runs out of memory reports it at the next `flush`/`sync`/`read`.
+//! Handles are minted on the caller's thread by the layout policy; the allocation (and the
+//! upload) is queued through `DeviceHandle::allocate`/`allocate_then`, the one way every
+//! allocation reaches `ComputeServer::allocate`, and the call returns at once. Problems the
+//! caller can fix (a zero-size or impossible allocation, data that doesn't match its shape)
+//! are returned right away; a device that runs out of memory reports it at the next
+//! `flush`/`sync`/`read`.
 
 use super::ComputeClient;
 use crate::bytes::{AllocationProperty, Bytes};
@@ -65,11 +67,11 @@ impl<R: Runtime> ComputeClient<R> {
                 )
             })
             .collect();
-        let size = base.size();
-        self.device.submit(move |server| {
-            server.initialize_memory(base, size, stream);
-            server.write(writes, stream);
-        });
+        // The writes hold bindings of the memory, so it can't be released before they ran.
+        self.device
+            .allocate_then(base.id(), base.size(), stream, move |server| {
+                server.write(writes, stream);
+            });
         Ok(layouts)
     }
 
@@ -79,9 +81,8 @@ impl<R: Runtime> ComputeClient<R> {
     ) -> Result<Vec<MemoryLayout>, IoError> {
         let stream = self.stream_id();
         let (base, layouts) = self.utilities.layout_policy.apply(stream, descriptors)?;
-        let size = base.size();
-        self.device
-            .submit(move |server| server.initialize_memory(base, size, stream));
+        // Only the id is queued, as by `empty`.
+        self.device.allocate(base.id(), base.size(), stream);
         Ok(layouts)
     }
 
@@ -271,10 +272,9 @@ impl<R: Runtime> ComputeClient<R> {
             .layout_policy
             .handles()
             .mint(stream, size as u64);
-        // Only the id is queued: the handle may be dropped before the reservation runs (the
-        // server then reserves nothing, see `ComputeServer::allocate`).
-        self.device
-            .submit_allocation(handle.id(), size as u64, stream);
+        // Only the id is queued: the handle may be dropped before the allocation runs (the
+        // server then allocates nothing, see `ComputeServer::allocate`).
+        self.device.allocate(handle.id(), size as u64, stream);
         Ok(handle)
     }
 

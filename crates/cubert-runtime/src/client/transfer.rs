@@ -24,7 +24,7 @@ use crate::error::{IoError, ServerError};
 use crate::handle::Handle;
 use crate::layout::{MemoryLayoutDescriptor, MemoryLayoutPolicy};
 use crate::runtime::Runtime;
-use crate::server::{ComputeServer, ServerCommunication};
+use crate::server::ServerCommunication;
 
 impl<R: Runtime> ComputeClient<R> {
     /// Copies `src` (a handle of this client's device) to `dst`'s device and returns the new
@@ -98,12 +98,9 @@ impl<R: Runtime> ComputeClient<R> {
             dst_stream,
             &[MemoryLayoutDescriptor::contiguous([dense], 1)],
         )?;
-        let size = base.size();
-        let target = base.clone();
-        let receipt = dst.call(move |server| {
-            server.initialize_memory(target.clone(), size, dst_stream);
-            server.peer_pull(source, target.binding(), dst_stream)
-        })??;
+        dst.device.allocate(base.id(), base.size(), dst_stream);
+        let target = base.clone().binding();
+        let receipt = dst.call(move |server| server.peer_pull(source, target, dst_stream))??;
         self.device
             .submit(move |server| server.peer_release(receipt, src_stream));
         Ok(Some(base))

@@ -4,7 +4,9 @@
 //!
 //! - **Threaded**: one runner thread per device owns the server and runs submitted tasks in
 //!   order. Every submit wakes the runner (no batching), so a lone submit never waits for a
-//!   flush. `submit` returns at once; `submit_blocking` waits for the task's result.
+//!   flush. `submit` returns at once; `submit_blocking` waits for the task's result;
+//!   `allocate` (every allocation's way to `ComputeServer::allocate`) returns at once and
+//!   queues only the id, no boxed closure.
 //! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
 //!   single-threaded programs and tests.
 //!
@@ -73,12 +75,14 @@ type Task<S> = Box<dyn FnOnce(&mut S) + Send>;
 
 enum Message<S> {
     Task(Task<S>),
-    /// `ComputeServer::allocate`, the allocation fast path: no boxed closure, and nothing
-    /// allocated on the caller's thread to be freed on the runner's.
+    /// `ComputeServer::allocate`, then `then` (the task that fills the memory, if any) in
+    /// the same turn: the one way an allocation reaches the server. A bare allocation boxes
+    /// no closure and allocates nothing on the caller's thread to be freed on the runner's.
     Allocate {
         id: MemoryId,
         size: u64,
         stream: StreamId,
+        then: Option<Task<S>>,
     },
     Pause {
         paused: SyncSender<()>,
@@ -190,12 +194,18 @@ impl<S> Core<S> {
         }
     }
 
-    /// Runs `ComputeServer::allocate` with the server locked, then every task it deferred.
-    fn allocate(&self, id: MemoryId, size: u64, stream: StreamId)
+    /// Runs `ComputeServer::allocate` then `then` with the server locked, as one task, then
+    /// every task they deferred.
+    fn allocate(&self, id: MemoryId, size: u64, stream: StreamId, then: Option<Task<S>>)
     where
         S: ComputeServer,
     {
-        self.run_locked(|server| server.allocate(id, size, stream));
+        self.run_locked(|server| {
+            server.allocate(id, size, stream);
+            if let Some(then) = then {
+                then(server);
+            }
+        });
         if let Some(task) = self.next_deferred() {
             self.run(task);
         }
@@ -221,7 +231,12 @@ fn runner_loop<S: ComputeServer>(core: Arc<Core<S>>, receiver: Receiver<Message<
     while let Ok(message) = recv_spinning(&receiver) {
         match message {
             Message::Task(task) => core.run(task),
-            Message::Allocate { id, size, stream } => core.allocate(id, size, stream),
+            Message::Allocate {
+                id,
+                size,
+                stream,
+                then,
+            } => core.allocate(id, size, stream, then),
             Message::Pause { paused, resume } => {
                 if paused.send(()).is_ok() {
                     // Ends when the exclusive section sends or drops its sender.
@@ -332,29 +347,57 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
     }
 
-    /// Queues `ComputeServer::allocate(id, size, stream)`. Returns at once in threaded
-    /// mode. The cheapest way to queue work: no closure is boxed.
-    pub fn submit_allocation(&self, id: MemoryId, size: u64, stream: StreamId) {
+    /// Queues `ComputeServer::allocate(id, size, stream)`: binds allocation `id` to `size`
+    /// bytes for `stream`. Returns at once in threaded mode. The cheapest way to queue work:
+    /// no closure is boxed. Only the id is queued, so the allocation's handles may all be
+    /// dropped before it runs (it then allocates nothing, see `ComputeServer::allocate`).
+    pub fn allocate(&self, id: MemoryId, size: u64, stream: StreamId) {
+        self.queue_allocation(id, size, stream, None);
+    }
+
+    /// Queues `ComputeServer::allocate(id, size, stream)` and `then` as one task: `then`
+    /// runs right after the allocation (to fill the memory: `create` writes its data).
+    /// Returns at once in threaded mode.
+    pub fn allocate_then(
+        &self,
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+        then: impl FnOnce(&mut S) + Send + 'static,
+    ) {
+        self.queue_allocation(id, size, stream, Some(Box::new(then)));
+    }
+
+    fn queue_allocation(&self, id: MemoryId, size: u64, stream: StreamId, then: Option<Task<S>>) {
         let core = &self.inner.core;
         if is_borrowed(core.key) {
             core.defer(Box::new(move |server: &mut S| {
-                server.allocate(id, size, stream)
+                server.allocate(id, size, stream);
+                if let Some(then) = then {
+                    then(server);
+                }
             }));
             return;
         }
         if is_owned(core.key) {
-            core.allocate(id, size, stream);
+            core.allocate(id, size, stream, then);
             return;
         }
         match &self.inner.sender {
             Some(sender) => {
-                if sender.send(Message::Allocate { id, size, stream }).is_err() {
+                let message = Message::Allocate {
+                    id,
+                    size,
+                    stream,
+                    then,
+                };
+                if sender.send(message).is_err() {
                     core.push_error(CallError::Disconnected.into());
                 }
             }
             None => {
                 let _gate = self.inner.gate.enter();
-                core.allocate(id, size, stream);
+                core.allocate(id, size, stream, then);
             }
         }
     }

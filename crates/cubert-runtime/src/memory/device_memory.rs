@@ -2,7 +2,7 @@
 //!
 //! A [`DeviceMemory`] is what a server holds to turn handle ids into device memory: the
 //! [`MemoryManager`] that pools the memory, the [`ReleaseQueue`] that dropped handles push
-//! their ids onto, and the reasons of the reservations that failed. A backend only supplies
+//! their ids onto, and the reasons of the allocations that failed. A backend only supplies
 //! what is its own: the storage, how far its streams got ([`StreamOrdering`]), the stream
 //! points at which a released slice may still be in use, and what to wait for when the
 //! device is full.
@@ -17,30 +17,31 @@
 //!   handed to the device; [`DeviceMemory::drain_releases`] then returns its slice to the
 //!   pool at the stream points the backend names (none on a backend whose work is complete
 //!   once submitted).
-//! - **A reservation whose handle is gone reserves nothing.** `empty` queues only the id of
-//!   its allocation (see [`crate::handle`]), so the id may be released before its
-//!   reservation runs. The drain then finds an id that is neither bound nor failed and notes
-//!   it as released early; [`DeviceMemory::allocate`] skips that reservation
-//!   ([`Allocation::ReleasedEarly`]).
-//! - **A failed reservation is explained where it is used.** [`DeviceMemory::allocate`]
+//! - **An allocation whose handles are gone reserves nothing.** An allocation is queued as
+//!   its id only (`ComputeServer::allocate`, see [`crate::handle`]), so the id may be
+//!   released before the allocation runs. The drain then finds an id that is neither bound
+//!   nor failed and notes it as released early; [`DeviceMemory::allocate`] skips that
+//!   allocation ([`Allocation::ReleasedEarly`]).
+//! - **A failed allocation is explained where it is used.** [`DeviceMemory::allocate`]
 //!   keeps the reason of each failure by id and returns the error for the server to queue on
 //!   the stream; resolving that id later fails with "the memory of {id} was never
 //!   allocated: {reason}" instead of a bare "not bound". The reason is forgotten when the id
-//!   is released (a failed id is never noted as released early: its reservation already
+//!   is released (a failed id is never noted as released early: its allocation already
 //!   ran).
 //!
 //! How a server uses it, in the order of a buffer's life:
 //!
 //! 1. `new` with the device's storage, options and limits; `handles` for the layout policy.
 //! 2. `drain_releases` then `allocate(id, size, stream, ordering, when_full)` when the
-//!    reservation task runs; an `Err` is queued on the stream by the server.
+//!    queued allocation runs (`ComputeServer::allocate`); an `Err` is queued on the stream
+//!    by the server.
 //! 3. `resolve(binding)` for every read, write and launch: the storage resource of the
 //!    binding's bytes.
 //! 4. `drain_releases(points)` before most operations, with the backend's stream points of
 //!    each released id.
 //!
 //! What can go wrong: resolving a binding of another device, an id never bound, or bytes
-//! outside its slice is [`IoError::NotFound`]; a reservation fails with the manager's errors
+//! outside its slice is [`IoError::NotFound`]; an allocation fails with the manager's errors
 //! ([`IoError::OutOfMemory`], [`IoError::BufferTooBig`], [`IoError::InvalidArgument`]).
 //! Nothing here panics, and the memory keeps working after any of them.
 
@@ -54,16 +55,16 @@ use crate::storage::ComputeStorage;
 use crate::stream::StreamId;
 use std::sync::Arc;
 
-/// What [`DeviceMemory::allocate`] did with a reservation that did not fail.
+/// What [`DeviceMemory::allocate`] did with an allocation that did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Allocation {
     /// The id is bound to a slice of device memory.
     Bound,
-    /// Every handle of the id was dropped before the reservation ran: nothing was reserved.
+    /// Every handle of the id was dropped before the allocation ran: nothing was reserved.
     ReleasedEarly,
 }
 
-/// The memory of one device: pools, release queue and failed reservations. See the module
+/// The memory of one device: pools, release queue and failed allocations. See the module
 /// docs.
 pub struct DeviceMemory<S: ComputeStorage> {
     device: DeviceId,
@@ -71,7 +72,7 @@ pub struct DeviceMemory<S: ComputeStorage> {
     releases: Arc<ReleaseQueue>,
     /// Scratch space of `drain_releases`, kept to allocate nothing per drain.
     released: Vec<MemoryId>,
-    /// Why the reservation of each failed id failed, until the id is released.
+    /// Why the allocation of each failed id failed, until the id is released.
     failed: IdMap<String>,
 }
 
@@ -102,14 +103,14 @@ impl<S: ComputeStorage> DeviceMemory<S> {
         &self.manager
     }
 
-    /// Binds allocation `id` to `size` bytes for use on `stream`. A reservation whose id was
+    /// Binds allocation `id` to `size` bytes for use on `stream`. An allocation whose id was
     /// released early reserves nothing; drain the releases first ([`Self::drain_releases`])
     /// so that one released a moment ago is seen (one not drained yet is reserved and freed
     /// by the next drain: wasted work, never a fault).
     ///
     /// When the device is full, `when_full` may wait for the device so that memory freed on
     /// other streams is complete; if it returns `true`, cached free memory is given back and
-    /// the reservation is tried once more.
+    /// the allocation is tried once more.
     ///
     /// # Errors
     /// The manager's error ([`IoError::OutOfMemory`], [`IoError::BufferTooBig`],
@@ -142,7 +143,7 @@ impl<S: ComputeStorage> DeviceMemory<S> {
         }
     }
 
-    /// Notes that the reservation of `id` failed for `reason` before it reached
+    /// Notes that the allocation of `id` failed for `reason` before it reached
     /// [`Self::allocate`] (the device couldn't be entered, say): resolving `id` then says
     /// why, and its release is not taken for an early one.
     pub fn record_failure(&mut self, id: MemoryId, reason: String) {
@@ -161,7 +162,7 @@ impl<S: ComputeStorage> DeviceMemory<S> {
         for id in self.released.drain(..) {
             let points = points(id, &self.manager);
             if !self.manager.release(id, points) && self.failed.remove(&id).is_none() {
-                // Released before its queued reservation ran (see `allocate`).
+                // Released before its queued allocation ran (see `allocate`).
                 self.manager.release_early(id);
             }
         }
@@ -171,7 +172,7 @@ impl<S: ComputeStorage> DeviceMemory<S> {
     ///
     /// # Errors
     /// [`IoError::NotFound`] if the binding belongs to another device, its memory is not
-    /// bound here (with the reason where its reservation failed), or its bytes are outside
+    /// bound here (with the reason where its allocation failed), or its bytes are outside
     /// the slice.
     pub fn resolve(&mut self, binding: &Binding) -> Result<S::Resource, IoError> {
         if binding.device() != self.device {

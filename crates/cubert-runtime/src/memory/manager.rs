@@ -564,9 +564,8 @@ impl<S: ComputeStorage> MemoryManager<S> {
 
     /// Notes that allocation `id`, not bound to memory yet, was released: its reservation
     /// (queued, not run yet) must then reserve nothing ([`Self::take_early_release`]).
-    /// Allocations made with
-    /// `DeviceHandle::submit_allocation` don't keep their handle alive until the
-    /// reservation runs, so a caller that drops the handle at once can release the id
+    /// Allocations queued with `DeviceHandle::allocate` don't keep their handle alive until
+    /// the reservation runs, so a caller that drops the handle at once can release the id
     /// first. Ids never bound because their reservation failed must not be passed here
     /// (their reservation already ran).
     pub fn release_early(&mut self, id: MemoryId) {

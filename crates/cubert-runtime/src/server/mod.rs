@@ -2,12 +2,14 @@
 //!
 //! A [`ComputeServer`] runs on its device's runner thread (or under its lock in inline mode)
 //! and is only ever reached through a `ComputeClient`. Fire-and-forget operations
-//! (`initialize_memory`, `write`, `launch`, `memory_cleanup`...) queue their errors on the
+//! (`allocate`, `write`, `launch`, `memory_cleanup`...) queue their errors on the
 //! stream; `flush`, `sync` and `read` on that stream return them.
 //!
 //! [`ServerUtilities`] is what the client may read without a round trip: the device's
-//! properties, its layout policy (to mint handles on the caller's thread), its logger, and
-//! an optional pinned staging provider that works without stalling the queue.
+//! properties, its layout policy (to mint handles on the caller's thread), its profiling
+//! logger and bounds-check mode (client policies the runtime builds from the configuration,
+//! [`ServerUtilities::new`]), and an optional pinned staging provider that works without
+//! stalling the queue.
 //!
 //! [`ServerCommunication`] (peer copies and collectives) is the part about other devices;
 //! [`local_group`] is where the collective calls of the devices of one process meet.
@@ -23,12 +25,12 @@ pub use communication::{
 pub use stream_errors::StreamErrors;
 
 use crate::bytes::Bytes;
-use crate::config::BoundsCheckMode;
+use crate::config::{BoundsCheckMode, CubertConfig};
 use crate::copy::CopyDescriptor;
 use crate::device::DeviceId;
 use crate::error::{IoError, ProfileError, ServerError};
 use crate::future::DynFut;
-use crate::handle::{Binding, Handle, MemoryId};
+use crate::handle::{Binding, MemoryId};
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::layout::MemoryLayoutPolicy;
 use crate::logging::ServerLogger;
@@ -72,18 +74,14 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Raw device memory.
     type Storage: ComputeStorage;
 
-    /// Binds `memory` (a whole allocation) to `size` bytes of device memory for `stream`.
-    /// Failure is queued on the stream.
-    fn initialize_memory(&mut self, memory: Handle, size: u64, stream: StreamId) {
-        self.allocate(memory.id(), size, stream);
-    }
-
-    /// Binds allocation `id` to `size` bytes of device memory for `stream`, as
-    /// [`Self::initialize_memory`] without holding the handle: the allocation fast path
-    /// (`ComputeClient::empty`) queues only the id, so its handle may be dropped (and the id
-    /// released) before this runs. The server's `DeviceMemory` notes the release of an id
-    /// it doesn't know (and whose reservation didn't fail) as early, and the reservation
-    /// then reserves nothing (`DeviceMemory::allocate`). Failure is queued on the stream.
+    /// Binds allocation `id` (a whole allocation, as minted by the layout policy) to `size`
+    /// bytes of device memory for `stream`. The one entry point of every allocation
+    /// (`create*`, `empty*`, a transfer's target), queued through
+    /// `DeviceHandle::allocate`/`allocate_then`, which carry only the id: the allocation's
+    /// handles may be dropped (and the id released) before this runs. The server's
+    /// `DeviceMemory` notes the release of an id it doesn't know (and whose allocation
+    /// didn't fail) as early, and the allocation then reserves nothing
+    /// (`DeviceMemory::allocate`). Failure is queued on the stream.
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId);
 
     /// Reserves staging buffers through the queue. Prefer
@@ -96,9 +94,6 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
             backtrace: crate::backtrace::BackTrace::capture(),
         }))
     }
-
-    /// The profiling logger.
-    fn logger(&self) -> Arc<ServerLogger>;
 
     /// The utilities shared with clients.
     fn utilities(&self) -> Arc<ServerUtilities<Self>>;
@@ -254,23 +249,28 @@ pub struct ServerUtilities<S: ComputeServer> {
 }
 
 impl<S: ComputeServer> ServerUtilities<S> {
-    /// Utilities for `device_id`.
+    /// Utilities for `device_id`. The client policies come from `config`, here and nowhere
+    /// else: the profiling logger (`[profiling]`, whose level decides how the client times
+    /// launches) and the bounds checking of `launch_unchecked` (`[compilation]
+    /// bounds_check`). A backend passes its configuration on and wires neither itself.
     pub fn new(
         device_id: DeviceId,
         properties: DeviceProperties,
-        logger: Arc<ServerLogger>,
         info: S::Info,
         layout_policy: S::MemoryLayoutPolicy,
-        check_mode: BoundsCheckMode,
+        config: &CubertConfig,
     ) -> Self {
         Self {
             device_id,
             properties_hash: properties.checksum(),
             properties,
             info,
-            logger,
+            logger: Arc::new(ServerLogger::new(
+                config.profiling.clone(),
+                device_id.index_id,
+            )),
             layout_policy,
-            check_mode,
+            check_mode: config.compilation.bounds_check,
             initialized_comms: RwLock::new(HashSet::new()),
             staging: None,
             language_kernels: Default::default(),
