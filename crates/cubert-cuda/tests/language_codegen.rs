@@ -153,6 +153,9 @@ fn definitions() -> Vec<KernelDefinition> {
     cast_pairs!(
         f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool
     );
+    // The behaviour suite's language tests, so a kernel they launch on the GPU compiles here
+    // first.
+    all.extend(cubert_test_suite::language::kernel_definitions());
     all
 }
 

@@ -102,8 +102,17 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 native_setup.extend(quote! {
                     let #mutability #ident: #ty = __cubert_args.scalar::<#ty>(#word);
                 });
-                expand_setup.extend(quote! {
-                    let #mutability #ident = #lang::expand::scalar_param::<#ty>();
+                // A `mut` parameter becomes a variable the body can assign.
+                let label = ident.to_string();
+                expand_setup.extend(if param.mutable {
+                    quote! {
+                        let mut #ident = #lang::expand::bind(
+                            #lang::expand::scalar_param::<#ty>(),
+                            #label,
+                        );
+                    }
+                } else {
+                    quote! { let #ident = #lang::expand::scalar_param::<#ty>(); }
                 });
                 launch_params.push(quote!(#ident: #ty));
                 scalars.push(quote!(<#ty as #lang::Scalar>::to_bits(#ident)));
