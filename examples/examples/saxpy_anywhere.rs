@@ -18,7 +18,12 @@ fn run<R: Runtime>(client: ComputeClient<R>) -> Result<(), Box<dyn std::error::E
     let cubes = CubeCount::Static((n as u32).div_ceil(256), 1, 1);
     saxpy::launch::<f32, R>(&client, cubes, CubeDim::new_1d(256), 2.0, &x, &y)?;
     let y: Vec<f32> = client.read_one(y)?.to_elems();
-    println!("{}: y[12345] = {} (expected {})", R::name(), y[12345], 2.0 * 12345.0 + 1.0);
+    println!(
+        "{}: y[12345] = {} (expected {})",
+        R::name(),
+        y[12345],
+        2.0 * 12345.0 + 1.0
+    );
     Ok(())
 }
 
