@@ -1,9 +1,12 @@
 //! What a kernel author imports: `use cubert::lang::prelude::*;`.
 //!
 //! The scalar traits kernels are generic over, the array type of kernel signatures, the
-//! builtins (as documentation: the macro replaces them), and the intrinsics.
+//! builtins (as documentation: the macro replaces them), and the intrinsics. The macro
+//! also replaces the cooperative calls (`sync_cube()`, `plane_sum(v)`, ...,
+//! `atomic_add(x, i, v)`, ..., `SharedMemory::<T>::new(len)`); see
+//! `docs/kernel-language.md`.
 
-pub use crate::native::Array;
+pub use crate::native::{Array, SharedMemory};
 pub use crate::scalar::{Float, Int, Numeric, Scalar};
 pub use half::{bf16, f16};
 
@@ -35,5 +38,7 @@ pub mod builtins {
     pub const CUBE_COUNT_X: u32 = 0;
     pub const CUBE_COUNT_Y: u32 = 0;
     pub const CUBE_COUNT_Z: u32 = 0;
+    pub const PLANE_DIM: u32 = crate::native::PLANE_DIM;
+    pub const UNIT_POS_PLANE: u32 = 0;
 }
 pub use builtins::*;

@@ -9,6 +9,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use std::cell::Cell;
 use std::collections::HashSet;
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Lit, Pat, Stmt, Type, UnOp};
@@ -31,13 +32,16 @@ pub struct Context {
     pub comptime: HashSet<String>,
     /// Names of the generic type parameters.
     pub type_params: HashSet<String>,
+    /// The next shared-memory declaration site (numbered in source order, the same in
+    /// both forms).
+    pub shared_sites: Cell<usize>,
 }
 
 const SCALAR_TYPES: [&str; 13] = [
     "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
 ];
 
-const BUILTINS: [(&str, &str, &str); 20] = [
+const BUILTINS: [(&str, &str, &str); 22] = [
     ("ABSOLUTE_POS", "absolute_pos", "AbsolutePos"),
     ("ABSOLUTE_POS_X", "absolute_pos_x", "AbsolutePosX"),
     ("ABSOLUTE_POS_Y", "absolute_pos_y", "AbsolutePosY"),
@@ -58,6 +62,28 @@ const BUILTINS: [(&str, &str, &str); 20] = [
     ("CUBE_COUNT_X", "cube_count_x", "CubeCountX"),
     ("CUBE_COUNT_Y", "cube_count_y", "CubeCountY"),
     ("CUBE_COUNT_Z", "cube_count_z", "CubeCountZ"),
+    ("PLANE_DIM", "plane_dim", "PlaneDim"),
+    ("UNIT_POS_PLANE", "unit_pos_plane", "UnitPosPlane"),
+];
+
+/// Plane operations: `(name, arguments)`. Natively each also takes the running unit.
+const PLANE_OPS: [(&str, usize); 7] = [
+    ("plane_sum", 1),
+    ("plane_min", 1),
+    ("plane_max", 1),
+    ("plane_all", 1),
+    ("plane_any", 1),
+    ("plane_shuffle", 2),
+    ("plane_broadcast", 2),
+];
+
+/// Atomic operations: `(name, arguments)`; the first argument is an array variable.
+const ATOMIC_OPS: [(&str, usize); 5] = [
+    ("atomic_add", 3),
+    ("atomic_max", 3),
+    ("atomic_min", 3),
+    ("atomic_exchange", 3),
+    ("atomic_compare_exchange", 4),
 ];
 
 /// Methods a kernel may call on a value.
@@ -69,8 +95,12 @@ const METHODS: [&str; 23] = [
 const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, `a..=b` and \
      `(a..b).step_by(s)`, `while`, `loop`, `break`, `continue`, `return`, arithmetic, \
      comparisons, `&&`, `||`, bit operations, `as` casts, indexing, `select(c, a, b)`, \
-     `T::new(x)` and the float methods, local arrays `[v; N]`, and the builtins \
-     (`ABSOLUTE_POS`, `UNIT_POS`, `CUBE_POS`, `CUBE_DIM`, `CUBE_COUNT`, with `_X`/`_Y`/`_Z`)";
+     `T::new(x)` and the float methods, local arrays `[v; N]`, shared arrays \
+     `SharedMemory::<T>::new(len)`, `sync_cube()`, the plane operations (`plane_sum`, \
+     `plane_min`, `plane_max`, `plane_all`, `plane_any`, `plane_shuffle`, `plane_broadcast`), \
+     the atomics (`atomic_add`, `atomic_max`, `atomic_min`, `atomic_exchange`, \
+     `atomic_compare_exchange`), and the builtins (`ABSOLUTE_POS`, `UNIT_POS`, `CUBE_POS`, \
+     `CUBE_DIM`, `CUBE_COUNT`, with `_X`/`_Y`/`_Z`, `PLANE_DIM`, `UNIT_POS_PLANE`)";
 
 fn unsupported(span: Span, what: &str) -> syn::Error {
     syn::Error::new(
@@ -269,10 +299,12 @@ impl Context {
     /// can evaluate it as Rust).
     fn is_comptime(&self, expr: &Expr) -> bool {
         match expr {
-            Expr::Path(path) => path
-                .path
-                .get_ident()
-                .is_some_and(|ident| self.comptime.contains(&ident.to_string())),
+            // A compile-time parameter, or a Rust constant (a SCREAMING_CASE name that isn't
+            // a builtin).
+            Expr::Path(path) => path.path.get_ident().is_some_and(|ident| {
+                let name = ident.to_string();
+                self.comptime.contains(&name) || is_rust_constant(&name)
+            }),
             Expr::Lit(_) => true,
             Expr::Paren(paren) => self.is_comptime(&paren.expr),
             Expr::Unary(unary) => self.is_comptime(&unary.expr),
@@ -425,7 +457,7 @@ impl Context {
                         }
                     });
                 }
-                if self.comptime.contains(&name) {
+                if self.comptime.contains(&name) || is_rust_constant(&name) {
                     return Ok(quote_spanned!(span=> #m::constant(#ident)));
                 }
                 Ok(quote!(#ident))
@@ -570,6 +602,11 @@ impl Context {
             return Err(unsupported(span, "calling this"));
         };
         let segments: Vec<_> = path.path.segments.iter().collect();
+        if path.qself.is_none()
+            && let Some(cooperative) = self.cooperative_call(call, &segments)?
+        {
+            return Ok(cooperative);
+        }
         let is_new = segments.len() == 2 && segments[1].ident == "new";
         let mut args = Vec::new();
         for arg in &call.args {
@@ -626,6 +663,100 @@ impl Context {
         ))
     }
 
+    /// `sync_cube()`, a plane operation, an atomic or `SharedMemory::<T>::new(len)`, or
+    /// `None` for another call.
+    fn cooperative_call(
+        &self,
+        call: &syn::ExprCall,
+        segments: &[&syn::PathSegment],
+    ) -> syn::Result<Option<TokenStream>> {
+        let m = self.module();
+        let span = call.span();
+        let arity = |expected: usize, name: &str| {
+            if call.args.len() == expected {
+                Ok(())
+            } else {
+                Err(syn::Error::new(
+                    span,
+                    format!("`{name}` takes {expected} argument(s)"),
+                ))
+            }
+        };
+        if segments.len() == 2
+            && segments[0].ident == "SharedMemory"
+            && segments[1].ident == "new"
+            && segments[1].arguments.is_empty()
+        {
+            let syn::PathArguments::AngleBracketed(generics) = &segments[0].arguments else {
+                return Err(syn::Error::new(
+                    segments[0].span(),
+                    "name the element type: `SharedMemory::<T>::new(len)`",
+                ));
+            };
+            let elem = match generics.args.first() {
+                Some(syn::GenericArgument::Type(ty)) if generics.args.len() == 1 => ty,
+                _ => {
+                    return Err(syn::Error::new(
+                        generics.span(),
+                        "`SharedMemory` takes one element type: `SharedMemory::<T>::new(len)`",
+                    ));
+                }
+            };
+            self.check_scalar_type(elem)?;
+            arity(1, "SharedMemory::new")?;
+            let len = &call.args[0];
+            if !self.is_comptime(len) {
+                return Err(syn::Error::new(
+                    len.span(),
+                    "a shared array's length is a literal or a compile-time value",
+                ));
+            }
+            let site = self.shared_sites.get();
+            self.shared_sites.set(site + 1);
+            return Ok(Some(match self.mode {
+                Mode::Native => quote_spanned!(span=>
+                    #m::shared_array::<#elem>(__cubert_args, #site, (#len) as u32)),
+                Mode::Expand => quote_spanned!(span=>
+                    #m::shared_array::<#elem>(#site, (#len) as u32)),
+            }));
+        }
+        if segments.len() != 1 || !segments[0].arguments.is_empty() {
+            return Ok(None);
+        }
+        let function = &segments[0].ident;
+        let name = function.to_string();
+        if name == "sync_cube" {
+            arity(0, &name)?;
+            return Ok(Some(quote_spanned!(span=> #m::sync_cube())));
+        }
+        if let Some(&(_, expected)) = PLANE_OPS.iter().find(|(op, _)| *op == name) {
+            arity(expected, &name)?;
+            let args = call
+                .args
+                .iter()
+                .map(|arg| self.expr(arg))
+                .collect::<syn::Result<Vec<_>>>()?;
+            return Ok(Some(match self.mode {
+                Mode::Native => quote_spanned!(span=> #m::#function(__cubert_unit, #(#args),*)),
+                Mode::Expand => quote_spanned!(span=> #m::#function(#(#args),*)),
+            }));
+        }
+        if let Some(&(_, expected)) = ATOMIC_OPS.iter().find(|(op, _)| *op == name) {
+            arity(expected, &name)?;
+            let array = self.array_place(&call.args[0])?;
+            let args = call
+                .args
+                .iter()
+                .skip(1)
+                .map(|arg| self.expr(arg))
+                .collect::<syn::Result<Vec<_>>>()?;
+            return Ok(Some(
+                quote_spanned!(span=> #m::#function(&#array, #(#args),*)),
+            ));
+        }
+        Ok(None)
+    }
+
     fn method_call(&self, call: &syn::ExprMethodCall) -> syn::Result<TokenStream> {
         let m = self.module();
         let span = call.span();
@@ -675,6 +806,16 @@ impl Context {
         let cond = self.expr(&expr_if.cond)?;
         Ok(quote!(#m::if_value(#cond, || #then, || #otherwise)))
     }
+}
+
+/// Whether `name` is a Rust constant a kernel may read as a compile-time value: a
+/// SCREAMING_CASE name that isn't a builtin (`const TILE: u32 = 64;`).
+fn is_rust_constant(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && !BUILTINS.iter().any(|(builtin, ..)| *builtin == name)
 }
 
 /// The function name of a compound assignment's operation (`+=` is `add`).

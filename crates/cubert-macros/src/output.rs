@@ -60,6 +60,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         lang: lang.clone(),
         comptime: comptime.clone(),
         type_params: type_params.clone(),
+        shared_sites: std::cell::Cell::new(0),
     };
     let native_body = context(Mode::Native).block(&function.block)?;
     let expand_body = context(Mode::Expand).block(&function.block)?;
@@ -191,11 +192,20 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     ::std::vec![#(::std::format!("{:?}", #comptime_names)),*];
                 let id = ::std::format!("{}<{}>({})", #label, types.join(","), comptime.join(","));
                 let ir = #lang::expand::record(#label, || expand #turbofish (#(#comptime_names),*));
+                // Units that cooperate (shared memory, barriers, plane operations) run as
+                // coroutines; the others one after the other.
+                let cooperative = ir.as_ref().is_ok_and(|kernel| kernel.is_cooperative());
                 let native: #lang::NativeKernel = ::std::sync::Arc::new(
                     move |cube: &#lang::native::Unit, args: &#lang::native::Args<'_>| {
-                        #lang::native::run_cube(cube, args, |unit| {
-                            native #turbofish (unit, args, #(#comptime_names),*)
-                        })
+                        if cooperative {
+                            #lang::native::run_cube_cooperative(cube, args, |unit| {
+                                native #turbofish (unit, args, #(#comptime_names),*)
+                            })
+                        } else {
+                            #lang::native::run_cube(cube, args, |unit| {
+                                native #turbofish (unit, args, #(#comptime_names),*)
+                            })
+                        }
                     },
                 );
                 #lang::KernelDefinition::new(#label, id, ir, native)

@@ -12,7 +12,8 @@
 //! libm differs from Rust's.
 //!
 //! The tests are grouped by topic in `language/`: `arrays` (generics, compile-time values,
-//! builtins, local arrays, out of bounds), `control_flow`, `arithmetic`, `casts`, `math`.
+//! builtins, local arrays, out of bounds), `control_flow`, `arithmetic`, `casts`, `math`,
+//! `cooperative` (shared memory, `sync_cube`, plane operations, atomics).
 //! [`kernel_definitions`] lists a specialization of every kernel they launch, for code
 //! generators to compile in CI.
 
@@ -20,12 +21,14 @@ mod arithmetic;
 mod arrays;
 mod casts;
 mod control_flow;
+mod cooperative;
 mod math;
 
 pub use arithmetic::*;
 pub use arrays::*;
 pub use casts::*;
 pub use control_flow::*;
+pub use cooperative::*;
 pub use math::*;
 
 use crate::backend::{Client, TestBackend};
@@ -42,6 +45,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(arithmetic::definitions());
     all.extend(casts::definitions());
     all.extend(math::definitions());
+    all.extend(cooperative::definitions());
     all
 }
 

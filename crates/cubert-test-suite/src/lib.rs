@@ -154,6 +154,14 @@ macro_rules! __for_each_suite_test {
                 half_float_methods_compute_in_f32_and_round_back,
                 select_picks_by_condition,
                 integer_abs_min_max_wrap_and_compare,
+                shared_memory_is_seen_by_the_whole_cube_after_sync_cube,
+                tree_reduction_with_sync_cube_in_a_loop_sums_each_cube,
+                plane_reductions_fold_each_plane_in_lane_order,
+                plane_votes_and_shuffles_read_the_planes_lanes,
+                global_atomics_from_every_cube_lose_no_update,
+                shared_atomics_count_within_each_cube,
+                shared_memory_beyond_the_device_limit_is_refused_at_launch,
+                shared_array_out_of_bounds_fails_the_launch,
             }
             launch {
                 launch_of_copy_kernel_writes_the_destination_threaded,
@@ -449,7 +457,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 25] = [
+    const SOURCES: [(&str, &str); 26] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -462,6 +470,7 @@ mod tests {
         ("language", include_str!("language/arrays.rs")),
         ("language", include_str!("language/casts.rs")),
         ("language", include_str!("language/control_flow.rs")),
+        ("language", include_str!("language/cooperative.rs")),
         ("language", include_str!("language/math.rs")),
         ("launch", include_str!("launch.rs")),
         ("leaks", include_str!("leaks.rs")),

@@ -25,12 +25,25 @@ impl AccessMonitor for AccessChecker {
     fn gave_up(&self) -> bool {
         AccessChecker::gave_up(self)
     }
+
+    fn kernel_error(&self, message: &str) {
+        // Counted like a violation: the launch fails at the next sync with the message.
+        self.violation(|| message.to_string());
+    }
 }
 
 /// The CPU kernel running `definition`'s native function with cubes of `cube_dim` units.
+///
+/// The kernel declares the shared memory its IR lays out, so a launch asking for more than
+/// the device's `max_shared_memory_size` is refused as on a GPU (the native shared arrays
+/// themselves live in the worker thread's cube state, `lang::native::SharedMemory`).
 pub fn language_kernel(definition: &KernelDefinition, cube_dim: CubeDim) -> CpuKernel {
     let native = definition.native().clone();
-    CpuKernel::new(definition.id(), cube_dim, move |ctx| {
+    let shared = definition
+        .ir()
+        .map(|kernel| kernel.shared_memory_bytes())
+        .unwrap_or(0);
+    let kernel = CpuKernel::new(definition.id(), cube_dim, move |ctx| {
         // SAFETY: the executor hands each cube the launch's buffers, which the launch's
         // bindings keep alive until every cube ran; kernels write them only through atomic
         // accesses (`Array`) or, for hand-written kernels, disjoint ranges per cube.
@@ -43,5 +56,10 @@ pub fn language_kernel(definition: &KernelDefinition, cube_dim: CubeDim) -> CpuK
         };
         native(&cube, &args);
         Ok::<(), KernelError>(())
-    })
+    });
+    if shared > 0 {
+        kernel.with_shared_memory(shared)
+    } else {
+        kernel
+    }
 }

@@ -11,6 +11,7 @@
 //!
 //! `CUBERT_KERNEL_DUMP=dir` writes each generated source to `dir/<entry>.cu`.
 
+mod cooperative;
 mod cuda_type;
 mod generate;
 
@@ -39,10 +40,16 @@ pub fn language_kernel(
     dump(&entry, &source);
     let arrays = ir.arrays().count();
     let scalars = ir.scalars().count();
-    Ok(
-        CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
-            .with_args_capacity(ArgsCapacity::new(arrays, scalars)),
-    )
+    let kernel = CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
+        .with_args_capacity(ArgsCapacity::new(arrays, scalars));
+    // Shared arrays live in dynamic shared memory: the launch checks the size against the
+    // device's limit and raises the function's limit past the static 48 KiB.
+    let shared = ir.shared_memory_bytes();
+    Ok(if shared > 0 {
+        kernel.with_shared_memory(shared)
+    } else {
+        kernel
+    })
 }
 
 /// A C identifier for the specialization: the kernel's name (its characters that C

@@ -38,6 +38,11 @@ impl<T: Scalar> ArrayVal<T> {
         Val::compute(Operation::Length { array: self.slot })
     }
 
+    /// The buffer slot.
+    pub(crate) fn slot(&self) -> u32 {
+        self.slot
+    }
+
     /// Whether the array has no element.
     pub fn is_empty(&self) -> Val<bool> {
         super::ops::eq(self.len(), Val::constant(0))

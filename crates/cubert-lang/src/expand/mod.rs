@@ -13,11 +13,13 @@
 mod array;
 pub mod builder;
 mod control;
+mod cooperative;
 mod ops;
 mod val;
 
 pub use array::{ArrayVal, Indexable, LocalArrayVal};
 pub use builder::{ExpandError, record};
 pub use control::*;
+pub use cooperative::*;
 pub use ops::*;
 pub use val::Val;

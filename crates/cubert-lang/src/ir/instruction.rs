@@ -75,4 +75,7 @@ pub enum Instruction {
     Continue,
     /// Ends the unit's work.
     Return,
+    /// Waits until every unit of the cube got here; their shared-memory writes are then
+    /// visible to all.
+    SyncCube,
 }

@@ -13,7 +13,9 @@ mod operation;
 mod value;
 
 pub use instruction::{Block, Instruction};
-pub use operation::{BinaryOp, Builtin, MathOp, Operation, UnaryOp};
+pub use operation::{
+    AtomicOp, AtomicTarget, BinaryOp, Builtin, MathOp, Operation, PlaneOp, UnaryOp,
+};
 pub use value::{Constant, Type, Value, VarId};
 
 use crate::elem::ElemType;
@@ -51,7 +53,7 @@ pub struct Kernel {
     pub name: String,
     /// Parameters, in binding order.
     pub params: Vec<Param>,
-    /// Local variables, indexed by [`VarId`].
+    /// Local variables, indexed by [`VarId`] (shared arrays included: one per cube).
     pub locals: Vec<Local>,
     /// The body.
     pub body: Block,
@@ -75,6 +77,38 @@ impl Kernel {
             .map(|(slot, (elem, mutable))| (slot, elem, mutable))
     }
 
+    /// Each shared array: its variable, element type, length, and the byte offset where
+    /// it starts in the cube's shared memory (every array aligned to 16 bytes, in
+    /// declaration order). Backends lay shared memory out this way.
+    pub fn shared_arrays(&self) -> Vec<(VarId, ElemType, u32, usize)> {
+        let mut offset = 0usize;
+        let mut arrays = Vec::new();
+        for (index, local) in self.locals.iter().enumerate() {
+            if let Type::SharedArray(elem, len) = local.ty {
+                arrays.push((VarId(index as u32), elem, len, offset));
+                offset += (elem.size() * len as usize).next_multiple_of(16);
+            }
+        }
+        arrays
+    }
+
+    /// The bytes of shared memory one cube needs (see [`Self::shared_arrays`]).
+    pub fn shared_memory_bytes(&self) -> usize {
+        self.shared_arrays()
+            .last()
+            .map(|&(_, elem, len, offset)| {
+                offset + (elem.size() * len as usize).next_multiple_of(16)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Whether the units of a cube cooperate: the kernel declares shared memory, waits at
+    /// `sync_cube` or uses a plane operation. The CPU runs such a kernel's units as
+    /// coroutines instead of one after the other.
+    pub fn is_cooperative(&self) -> bool {
+        !self.shared_arrays().is_empty() || block_cooperates(&self.body)
+    }
+
     /// The element type of each scalar parameter, in info-word order.
     pub fn scalars(&self) -> impl Iterator<Item = ElemType> + '_ {
         self.params.iter().filter_map(|param| match param {
@@ -82,4 +116,25 @@ impl Kernel {
             Param::Array { .. } => None,
         })
     }
+}
+
+/// Whether `block` (nested blocks included) holds a `sync_cube` or a plane operation.
+fn block_cooperates(block: &Block) -> bool {
+    block
+        .instructions
+        .iter()
+        .any(|instruction| match instruction {
+            Instruction::SyncCube => true,
+            Instruction::Assign {
+                op: Operation::Plane(..) | Operation::PlaneShuffle { .. },
+                ..
+            } => true,
+            Instruction::If {
+                then, otherwise, ..
+            } => block_cooperates(then) || block_cooperates(otherwise),
+            Instruction::Loop { body } | Instruction::RangeLoop { body, .. } => {
+                block_cooperates(body)
+            }
+            _ => false,
+        })
 }

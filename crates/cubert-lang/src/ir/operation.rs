@@ -27,6 +27,10 @@ pub enum Builtin {
     CubeCountX,
     CubeCountY,
     CubeCountZ,
+    /// Units per plane (warp): 32 on CUDA and the CPU.
+    PlaneDim,
+    /// The unit's lane in its plane (`UNIT_POS % PLANE_DIM`).
+    UnitPosPlane,
 }
 
 impl Builtin {
@@ -53,6 +57,8 @@ impl Builtin {
             Builtin::CubeCountX => "CUBE_COUNT_X",
             Builtin::CubeCountY => "CUBE_COUNT_Y",
             Builtin::CubeCountZ => "CUBE_COUNT_Z",
+            Builtin::PlaneDim => "PLANE_DIM",
+            Builtin::UnitPosPlane => "UNIT_POS_PLANE",
         }
     }
 }
@@ -158,6 +164,45 @@ impl MathOp {
     }
 }
 
+/// A plane (warp) operation over the values of every active unit of the unit's plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlaneOp {
+    /// The sum, in lane order (so float sums are the same on every backend).
+    Sum,
+    /// The smallest value.
+    Min,
+    /// The largest value.
+    Max,
+    /// Whether every value is `true`.
+    All,
+    /// Whether some value is `true`.
+    Any,
+}
+
+/// An atomic read-modify-write; each returns the element's previous value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// `x += v`.
+    Add,
+    /// `x = max(x, v)`.
+    Max,
+    /// `x = min(x, v)`.
+    Min,
+    /// `x = v`.
+    Exchange,
+    /// `if x == compare { x = v }` (floats compare bits).
+    CompareExchange,
+}
+
+/// What an atomic operation works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicTarget {
+    /// Array parameter in buffer slot `0`.
+    Global(u32),
+    /// A shared array variable.
+    Shared(Value),
+}
+
 /// What an `Assign` computes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -197,5 +242,27 @@ pub enum Operation {
     Length {
         /// The array's buffer slot.
         array: u32,
+    },
+    /// A reduction over the unit's plane.
+    Plane(PlaneOp, Value),
+    /// The value of `value` in lane `lane` of the unit's plane.
+    PlaneShuffle {
+        /// The value each unit offers.
+        value: Value,
+        /// The lane read (`u32`).
+        lane: Value,
+    },
+    /// An atomic read-modify-write of element `index`; the result is the previous value.
+    Atomic {
+        /// The operation.
+        op: AtomicOp,
+        /// The array.
+        target: AtomicTarget,
+        /// The element index (`u32`).
+        index: Value,
+        /// The operand.
+        value: Value,
+        /// The value compared with, for `CompareExchange`.
+        compare: Option<Value>,
     },
 }

@@ -11,13 +11,16 @@ pub enum Type {
     Scalar(ElemType),
     /// A fixed-size local array of `len` scalars (a unit's registers or local memory).
     LocalArray(ElemType, u32),
+    /// An array of `len` scalars in the cube's shared memory: one per cube, seen by all
+    /// its units.
+    SharedArray(ElemType, u32),
 }
 
 impl Type {
     /// The scalar element type (of the array, for arrays).
     pub fn elem(self) -> ElemType {
         match self {
-            Type::Scalar(elem) | Type::LocalArray(elem, _) => elem,
+            Type::Scalar(elem) | Type::LocalArray(elem, _) | Type::SharedArray(elem, _) => elem,
         }
     }
 }

@@ -20,6 +20,10 @@ pub trait AccessMonitor: Sync {
     fn gave_up(&self) -> bool {
         false
     }
+
+    /// Records an error of the kernel that isn't an access (a barrier in divergent
+    /// control flow, ...): the launch fails with it.
+    fn kernel_error(&self, message: &str);
 }
 
 /// One buffer of a launch: its first byte and its length in bytes.
@@ -126,6 +130,16 @@ impl<T: Scalar> Array<'_, T> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The address of element `index`, or `None` (reported as out of bounds) past the end.
+    pub(crate) fn element_ptr(&self, index: u32, store: bool) -> Option<*mut T> {
+        if index < self.len {
+            Some(self.ptr.wrapping_add(index as usize))
+        } else {
+            self.out_of_bounds(index, store);
+            None
+        }
     }
 
     #[cold]

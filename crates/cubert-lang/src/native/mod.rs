@@ -10,9 +10,16 @@
 //! each of these, which is what lets the macro write one body twice.
 
 mod array;
+mod atomic;
+mod cooperative;
 mod ops;
 mod unit;
 
 pub use array::{AccessMonitor, Args, Array, Indexable, RawArray};
+pub use atomic::*;
+pub use cooperative::{
+    PLANE_DIM, SharedMemory, plane_all, plane_any, plane_broadcast, plane_max, plane_min,
+    plane_shuffle, plane_sum, run_cube_cooperative, shared_array, sync_cube,
+};
 pub use ops::*;
 pub use unit::{Unit, run_cube};

@@ -68,6 +68,16 @@ impl Unit {
     pub fn cube_dim_z(&self) -> u32 {
         self.cube_dim.2
     }
+    /// Units per plane: 32, as on NVIDIA GPUs.
+    #[inline]
+    pub fn plane_dim(&self) -> u32 {
+        super::cooperative::PLANE_DIM
+    }
+    /// The unit's lane in its plane: planes are runs of 32 units in `UNIT_POS` order.
+    #[inline]
+    pub fn unit_pos_plane(&self) -> u32 {
+        self.unit_pos() % super::cooperative::PLANE_DIM
+    }
     /// Units per cube.
     #[inline]
     pub fn cube_dim(&self) -> u32 {

@@ -1,0 +1,204 @@
+//! Barriers, plane operations, shared memory and atomics in the expansion.
+
+use super::array::{ArrayVal, Indexable};
+use super::builder::{error, new_var, push};
+use super::val::Val;
+use crate::ir::{AtomicOp, AtomicTarget, Instruction, Operation, PlaneOp, Type, Value, VarId};
+use crate::native::AtomicScalar;
+use crate::scalar::{Numeric, Scalar};
+use std::marker::PhantomData;
+
+/// A shared array of the kernel being recorded.
+pub struct SharedArrayVal<T> {
+    var: VarId,
+    len: u32,
+    _marker: PhantomData<T>,
+}
+
+impl<T> Clone for SharedArrayVal<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SharedArrayVal<T> {}
+
+impl<T: Scalar> SharedArrayVal<T> {
+    fn operand(&self) -> Value {
+        Value::Var(self.var, Type::SharedArray(T::ELEM, self.len))
+    }
+}
+
+impl<T: Scalar> Indexable for SharedArrayVal<T> {
+    type Elem = T;
+
+    fn len(&self) -> Val<u32> {
+        Val::constant(self.len)
+    }
+
+    fn load(&self, index: Val<u32>) -> Val<T> {
+        Val::compute(Operation::LocalLoad {
+            array: self.operand(),
+            index: index.value(),
+        })
+    }
+
+    fn store(&self, index: Val<u32>, value: Val<T>) {
+        push(Instruction::LocalStore {
+            array: self.var,
+            index: index.value(),
+            value: value.value(),
+        });
+    }
+}
+
+impl<T: Scalar> super::ops::Bind for SharedArrayVal<T> {
+    fn bind_named(self, _name: &str) -> Self {
+        self
+    }
+}
+
+/// `SharedMemory::<T>::new(len)`: the site number is the native side's; the expansion
+/// declares one shared array per call (a declaration in a loop is recorded once per
+/// iteration of the expansion, which runs loops once, so once).
+pub fn shared_array<T: Scalar>(_site: usize, len: u32) -> SharedArrayVal<T> {
+    SharedArrayVal {
+        var: new_var(Type::SharedArray(T::ELEM, len), None),
+        len,
+        _marker: PhantomData,
+    }
+}
+
+/// `sync_cube()`.
+pub fn sync_cube() {
+    push(Instruction::SyncCube);
+}
+
+fn plane<T: Scalar>(op: PlaneOp, value: Val<T>) -> Val<T> {
+    Val::compute(Operation::Plane(op, value.value()))
+}
+
+/// `plane_sum(v)`.
+pub fn plane_sum<T: Numeric>(value: Val<T>) -> Val<T> {
+    plane(PlaneOp::Sum, value)
+}
+
+/// `plane_min(v)`.
+pub fn plane_min<T: Numeric>(value: Val<T>) -> Val<T> {
+    plane(PlaneOp::Min, value)
+}
+
+/// `plane_max(v)`.
+pub fn plane_max<T: Numeric>(value: Val<T>) -> Val<T> {
+    plane(PlaneOp::Max, value)
+}
+
+/// `plane_all(b)`.
+pub fn plane_all(value: Val<bool>) -> Val<bool> {
+    plane(PlaneOp::All, value)
+}
+
+/// `plane_any(b)`.
+pub fn plane_any(value: Val<bool>) -> Val<bool> {
+    plane(PlaneOp::Any, value)
+}
+
+/// `plane_shuffle(v, lane)`.
+pub fn plane_shuffle<T: Scalar>(value: Val<T>, lane: Val<u32>) -> Val<T> {
+    Val::compute(Operation::PlaneShuffle {
+        value: value.value(),
+        lane: lane.value(),
+    })
+}
+
+/// `plane_broadcast(v, lane)`.
+pub fn plane_broadcast<T: Scalar>(value: Val<T>, lane: Val<u32>) -> Val<T> {
+    plane_shuffle(value, lane)
+}
+
+/// What atomics can target in the expansion.
+pub trait AtomicArray {
+    /// The element type.
+    type Elem: AtomicScalar;
+    /// The IR target.
+    fn target(&self) -> AtomicTarget;
+}
+
+impl<T: AtomicScalar> AtomicArray for ArrayVal<T> {
+    type Elem = T;
+    fn target(&self) -> AtomicTarget {
+        if !super::builder::array_is_mutable(self.slot()) {
+            error("atomics write their array: take it as `&mut Array`");
+        }
+        AtomicTarget::Global(self.slot())
+    }
+}
+
+impl<T: AtomicScalar> AtomicArray for SharedArrayVal<T> {
+    type Elem = T;
+    fn target(&self) -> AtomicTarget {
+        AtomicTarget::Shared(self.operand())
+    }
+}
+
+fn atomic<A: AtomicArray>(
+    op: AtomicOp,
+    array: &A,
+    index: Val<u32>,
+    value: Val<A::Elem>,
+    compare: Option<Val<A::Elem>>,
+) -> Val<A::Elem> {
+    let ty = Type::Scalar(A::Elem::ELEM);
+    let out = new_var(ty, None);
+    push(Instruction::Assign {
+        out,
+        op: Operation::Atomic {
+            op,
+            target: array.target(),
+            index: index.value(),
+            value: value.value(),
+            compare: compare.map(Val::value),
+        },
+    });
+    Val::from_value(Value::Var(out, ty))
+}
+
+/// `atomic_add(x, i, v)`.
+pub fn atomic_add<A: AtomicArray>(array: &A, index: Val<u32>, value: Val<A::Elem>) -> Val<A::Elem> {
+    atomic(AtomicOp::Add, array, index, value, None)
+}
+
+/// `atomic_max(x, i, v)`.
+pub fn atomic_max<A: AtomicArray>(array: &A, index: Val<u32>, value: Val<A::Elem>) -> Val<A::Elem> {
+    atomic(AtomicOp::Max, array, index, value, None)
+}
+
+/// `atomic_min(x, i, v)`.
+pub fn atomic_min<A: AtomicArray>(array: &A, index: Val<u32>, value: Val<A::Elem>) -> Val<A::Elem> {
+    atomic(AtomicOp::Min, array, index, value, None)
+}
+
+/// `atomic_exchange(x, i, v)`.
+pub fn atomic_exchange<A: AtomicArray>(
+    array: &A,
+    index: Val<u32>,
+    value: Val<A::Elem>,
+) -> Val<A::Elem> {
+    atomic(AtomicOp::Exchange, array, index, value, None)
+}
+
+/// `atomic_compare_exchange(x, i, compare, v)`.
+pub fn atomic_compare_exchange<A: AtomicArray>(
+    array: &A,
+    index: Val<u32>,
+    compare: Val<A::Elem>,
+    value: Val<A::Elem>,
+) -> Val<A::Elem> {
+    atomic(
+        AtomicOp::CompareExchange,
+        array,
+        index,
+        value,
+        Some(compare),
+    )
+}
