@@ -25,12 +25,12 @@ mod device;
 mod executor;
 pub mod fault;
 pub mod kernel;
-pub mod kernels;
 mod peer;
 pub mod properties;
 mod reduction;
 mod runtime;
 mod server;
+pub mod standard_kernels;
 pub mod storage;
 
 pub use device::{CPU_DEVICE_TYPE, CpuDevice, CpuInfo};

@@ -37,21 +37,21 @@ impl Runtime for CpuRuntime {
     }
 
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
-        crate::kernels::standard_kernel(kernel)
+        crate::standard_kernels::standard_kernel(kernel)
     }
 
     fn standard_variants(
         kernel: StandardKernel,
         properties: &DeviceProperties,
     ) -> Vec<StandardVariant> {
-        crate::kernels::standard_variants(kernel, properties)
+        crate::standard_kernels::standard_variants(kernel, properties)
     }
 
     fn standard_kernel_variant(
         kernel: StandardKernel,
         variant: &str,
     ) -> Result<crate::CpuKernel, LaunchError> {
-        crate::kernels::variant_kernel(kernel, variant)
+        crate::standard_kernels::variant_kernel(kernel, variant)
     }
 
     fn language_kernel(

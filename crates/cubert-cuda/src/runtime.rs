@@ -35,7 +35,7 @@ impl Runtime for CudaRuntime {
     }
 
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CudaKernel, LaunchError> {
-        crate::kernels::standard_kernel(kernel)
+        crate::standard_kernels::standard_kernel(kernel)
     }
 
     fn language_kernel(
@@ -49,14 +49,14 @@ impl Runtime for CudaRuntime {
         kernel: StandardKernel,
         properties: &DeviceProperties,
     ) -> Vec<StandardVariant> {
-        crate::kernels::standard_variants(kernel, properties)
+        crate::standard_kernels::standard_variants(kernel, properties)
     }
 
     fn standard_kernel_variant(
         kernel: StandardKernel,
         variant: &str,
     ) -> Result<crate::CudaKernel, LaunchError> {
-        crate::kernels::variant_kernel(kernel, variant)
+        crate::standard_kernels::variant_kernel(kernel, variant)
     }
 
     /// The properties (the name carries the GPU model; identical GPUs share results), the

@@ -6,7 +6,7 @@
 
 mod common;
 
-use cubert_cuda::kernels::{standard_source, variant_names, variant_source};
+use cubert_cuda::standard_kernels::{standard_source, variant_names, variant_source};
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
 use cubert_runtime::ExecutionMode;
 use cubert_runtime::elem::ElemType;

@@ -40,8 +40,12 @@ pub fn language_kernel(
     dump(&entry, &source);
     let arrays = ir.arrays().count();
     let scalars = ir.scalars().count();
+    // `--fmad=false`: the language rounds after every operation, so `a * x + y` must not be
+    // contracted into one fused multiply-add (the CPU, and the language's tests, compute
+    // it in two roundings); `mul_add` is the way to ask for a fused one.
     let kernel = CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
-        .with_args_capacity(ArgsCapacity::new(arrays, scalars));
+        .with_args_capacity(ArgsCapacity::new(arrays, scalars))
+        .with_options(vec!["--fmad=false".to_string()]);
     // Shared arrays live in dynamic shared memory: the launch checks the size against the
     // device's limit and raises the function's limit past the static 48 KiB.
     let shared = ir.shared_memory_bytes();
