@@ -95,7 +95,8 @@ const METHODS: [&str; 23] = [
 const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, `a..=b` and \
      `(a..b).step_by(s)`, `while`, `loop`, `break`, `continue`, `return`, arithmetic, \
      comparisons, `&&`, `||`, bit operations, `as` casts, indexing, `select(c, a, b)`, \
-     `T::new(x)` and the float methods, local arrays `[v; N]`, shared arrays \
+     `T::new(x)` and the float methods, local arrays `[v; N]`, lines `x.line::<N>(i)` and \
+     `y.set_line(i, v)`, shared arrays \
      `SharedMemory::<T>::new(len)`, `sync_cube()`, the plane operations (`plane_sum`, \
      `plane_min`, `plane_max`, `plane_all`, `plane_any`, `plane_shuffle`, `plane_broadcast`), \
      the atomics (`atomic_add`, `atomic_max`, `atomic_min`, `atomic_exchange`, \
@@ -757,10 +758,71 @@ impl Context {
         Ok(None)
     }
 
+    /// `x.line::<N>(i)` (a local array of `N` elements) and `y.set_line(i, v)`.
+    fn line_call(&self, call: &syn::ExprMethodCall) -> syn::Result<TokenStream> {
+        let m = self.module();
+        let span = call.span();
+        let array = self.array_place(&call.receiver)?;
+        if call.method == "line" {
+            let width = match call
+                .turbofish
+                .as_ref()
+                .map(|t| t.args.iter().collect::<Vec<_>>())
+            {
+                Some(args) if args.len() == 1 => match args[0] {
+                    syn::GenericArgument::Const(expr) => quote!(#expr),
+                    syn::GenericArgument::Type(ty) => quote!(#ty),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "a line's width is a literal or a constant: `x.line::<4>(i)`",
+                        ));
+                    }
+                },
+                _ => {
+                    return Err(syn::Error::new(
+                        span,
+                        "name the line's width: `x.line::<4>(i)` (1, 2, 4 or 8)",
+                    ));
+                }
+            };
+            if call.args.len() != 1 {
+                return Err(syn::Error::new(
+                    span,
+                    "`line` takes the line index: `x.line::<4>(i)`",
+                ));
+            }
+            let index = self.expr(&call.args[0])?;
+            return Ok(match self.mode {
+                Mode::Native => {
+                    quote_spanned!(span=> #m::load_line::<_, { #width }>(&#array, #index))
+                }
+                Mode::Expand => {
+                    quote_spanned!(span=> #m::load_line(&#array, #index, (#width) as u32))
+                }
+            });
+        }
+        if call.turbofish.is_some() || call.args.len() != 2 {
+            return Err(syn::Error::new(
+                span,
+                "`set_line` takes the line index and a local array: `y.set_line(i, v)`",
+            ));
+        }
+        let index = self.expr(&call.args[0])?;
+        let value = self.array_place(&call.args[1])?;
+        Ok(match self.mode {
+            Mode::Native => quote_spanned!(span=> #m::store_line(&mut #array, #index, &#value)),
+            Mode::Expand => quote_spanned!(span=> #m::store_line(&#array, #index, &#value)),
+        })
+    }
+
     fn method_call(&self, call: &syn::ExprMethodCall) -> syn::Result<TokenStream> {
         let m = self.module();
         let span = call.span();
         let method = &call.method;
+        if method == "line" || method == "set_line" {
+            return self.line_call(call);
+        }
         if !METHODS.iter().any(|name| method == name) || call.turbofish.is_some() {
             return Err(unsupported(
                 method.span(),

@@ -13,7 +13,8 @@
 //!
 //! The tests are grouped by topic in `language/`: `arrays` (generics, compile-time values,
 //! builtins, local arrays, out of bounds), `control_flow`, `arithmetic`, `casts`, `math`,
-//! `cooperative` (shared memory, `sync_cube`, plane operations, atomics).
+//! `cooperative` (shared memory, `sync_cube`, plane operations, atomics), `lines`
+//! (vector loads and stores).
 //! [`kernel_definitions`] lists a specialization of every kernel they launch, for code
 //! generators to compile in CI.
 
@@ -22,6 +23,7 @@ mod arrays;
 mod casts;
 mod control_flow;
 mod cooperative;
+mod lines;
 mod math;
 
 pub use arithmetic::*;
@@ -29,6 +31,7 @@ pub use arrays::*;
 pub use casts::*;
 pub use control_flow::*;
 pub use cooperative::*;
+pub use lines::*;
 pub use math::*;
 
 use crate::backend::{Client, TestBackend};
@@ -46,6 +49,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(casts::definitions());
     all.extend(math::definitions());
     all.extend(cooperative::definitions());
+    all.extend(lines::definitions());
     all
 }
 

@@ -162,6 +162,9 @@ macro_rules! __for_each_suite_test {
                 shared_atomics_count_within_each_cube,
                 shared_memory_beyond_the_device_limit_is_refused_at_launch,
                 shared_array_out_of_bounds_fails_the_launch,
+                lines_of_every_width_load_and_store_their_elements,
+                lines_of_views_at_unaligned_offsets_move_the_right_elements,
+                lines_across_the_end_store_only_inside_and_fail_the_launch,
             }
             launch {
                 launch_of_copy_kernel_writes_the_destination_threaded,
@@ -457,7 +460,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 26] = [
+    const SOURCES: [(&str, &str); 27] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -471,6 +474,7 @@ mod tests {
         ("language", include_str!("language/casts.rs")),
         ("language", include_str!("language/control_flow.rs")),
         ("language", include_str!("language/cooperative.rs")),
+        ("language", include_str!("language/lines.rs")),
         ("language", include_str!("language/math.rs")),
         ("launch", include_str!("launch.rs")),
         ("leaks", include_str!("leaks.rs")),

@@ -14,6 +14,7 @@
 mod cooperative;
 mod cuda_type;
 mod generate;
+mod line;
 
 pub use generate::{GenerateError, generate};
 

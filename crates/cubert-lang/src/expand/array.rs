@@ -118,6 +118,15 @@ impl<T: Scalar> LocalArrayVal<T> {
         Value::Var(self.var, Type::LocalArray(T::ELEM, self.len))
     }
 
+    /// A new local array of `len` elements, left as the next instruction writes it.
+    fn uninitialized(len: u32) -> Self {
+        Self {
+            var: new_var(Type::LocalArray(T::ELEM, len), None),
+            len,
+            _marker: PhantomData,
+        }
+    }
+
     /// Number of elements.
     pub fn len(&self) -> Val<u32> {
         Val::constant(self.len)
@@ -186,6 +195,52 @@ impl<T: Scalar> Indexable for LocalArrayVal<T> {
             array: self.var,
             index: index.value(),
             value: value.value(),
+        });
+    }
+}
+
+/// The widths a line may have.
+const LINE_WIDTHS: [u32; 4] = [1, 2, 4, 8];
+
+fn check_line<T: Scalar>(width: u32) -> bool {
+    if !LINE_WIDTHS.contains(&width) {
+        error(format!("a line is 1, 2, 4 or 8 elements wide, not {width}"));
+        return false;
+    }
+    if T::ELEM == crate::elem::ElemType::Bool {
+        error("lines of `bool` aren't supported (load the bytes as `u8`)");
+        return false;
+    }
+    true
+}
+
+/// `x.line::<N>(i)`: line `i` of `array` (elements `i * N .. i * N + N`) as a local array.
+pub fn load_line<T: Scalar>(array: &ArrayVal<T>, index: Val<u32>, width: u32) -> LocalArrayVal<T> {
+    let line = LocalArrayVal::uninitialized(width);
+    if check_line::<T>(width) {
+        push(Instruction::LoadLine {
+            out: line.var,
+            array: array.slot,
+            index: index.value(),
+        });
+    }
+    line
+}
+
+/// `y.set_line(i, v)`: stores local array `value` to line `i` of `array`.
+pub fn store_line<T: Scalar>(array: &ArrayVal<T>, index: Val<u32>, value: &LocalArrayVal<T>) {
+    if !array_is_mutable(array.slot) {
+        error(format!(
+            "array parameter {} is read-only (`&Array`); take it as `&mut Array` to write it",
+            array.slot
+        ));
+        return;
+    }
+    if check_line::<T>(value.len) {
+        push(Instruction::StoreLine {
+            array: array.slot,
+            index: index.value(),
+            value: value.var,
         });
     }
 }

@@ -17,7 +17,7 @@ mod cooperative;
 mod ops;
 mod val;
 
-pub use array::{ArrayVal, Indexable, LocalArrayVal};
+pub use array::{ArrayVal, Indexable, LocalArrayVal, load_line, store_line};
 pub use builder::{ExpandError, record};
 pub use control::*;
 pub use cooperative::*;

@@ -30,6 +30,28 @@ pub enum Instruction {
         /// The value written.
         value: Value,
     },
+    /// Loads line `index` of array parameter `array`, elements `index * n .. index * n + n`,
+    /// into the local array `out` of `n` elements (n is 1, 2, 4 or 8), with vector accesses
+    /// where the line is in bounds and aligned; elements out of bounds load zero and are
+    /// reported like any load.
+    LoadLine {
+        /// The local array written (its length is the line's width).
+        out: VarId,
+        /// The array's buffer slot.
+        array: u32,
+        /// The line index (`u32`).
+        index: Value,
+    },
+    /// Stores the local array `value` of `n` elements to line `index` of array parameter
+    /// `array` (elements `index * n ..`), as [`Instruction::LoadLine`] loads it.
+    StoreLine {
+        /// The array's buffer slot.
+        array: u32,
+        /// The line index (`u32`).
+        index: Value,
+        /// The local array stored.
+        value: VarId,
+    },
     /// Writes `value` to element `index` of the local array in variable `array`.
     LocalStore {
         /// The local array variable.
