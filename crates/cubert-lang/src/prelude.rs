@@ -6,7 +6,7 @@
 //! `atomic_add(x, i, v)`, ..., `SharedMemory::<T>::new(len)`); see
 //! `docs/kernel-language.md`.
 
-pub use crate::native::{Array, SharedMemory};
+pub use crate::native::{Array, SharedMemory, Tensor};
 pub use crate::scalar::{Float, Int, Numeric, Scalar};
 pub use half::{bf16, f16};
 

@@ -87,9 +87,10 @@ const ATOMIC_OPS: [(&str, usize); 5] = [
 ];
 
 /// Methods a kernel may call on a value.
-const METHODS: [&str; 23] = [
-    "len", "is_empty", "sqrt", "exp", "ln", "log2", "log10", "sin", "cos", "tan", "tanh", "erf",
-    "floor", "ceil", "round", "trunc", "recip", "abs", "powf", "mul_add", "min", "max", "is_nan",
+const METHODS: [&str; 26] = [
+    "len", "is_empty", "rank", "shape", "stride", "sqrt", "exp", "ln", "log2", "log10", "sin",
+    "cos", "tan", "tanh", "erf", "floor", "ceil", "round", "trunc", "recip", "abs", "powf",
+    "mul_add", "min", "max", "is_nan",
 ];
 
 const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, `a..=b` and \
@@ -839,7 +840,8 @@ impl Context {
         }
         let name = method.to_string();
         Ok(match (self.mode, name.as_str()) {
-            (_, "len" | "is_empty") => quote_spanned!(span=> #m::#method(&#receiver)),
+            (_, "len" | "is_empty" | "rank") => quote_spanned!(span=> #m::#method(&#receiver)),
+            (_, "shape" | "stride") => quote_spanned!(span=> #m::#method(&#receiver, #(#args),*)),
             (Mode::Native, "abs" | "min" | "max") => {
                 quote_spanned!(span=> #m::#method(#receiver #(, #args)*))
             }

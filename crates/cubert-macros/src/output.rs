@@ -82,7 +82,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut launch_params = Vec::new();
     let mut bindings = Vec::new();
     let mut scalars = Vec::new();
-    let (mut slot, mut word) = (0usize, 0usize);
+    let (mut slot, mut word, mut tensor) = (0usize, 0usize, 0usize);
+    // Tensor metadata follows the scalars in the info words.
+    let scalar_count = signature
+        .params
+        .iter()
+        .filter(|param| matches!(param.kind, ParamKind::Scalar(_)))
+        .count();
+    let mut tensor_args = Vec::new();
     for param in &signature.params {
         let ident = &param.name;
         let mutability = param.mutable.then(|| quote!(mut));
@@ -98,6 +105,22 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 launch_params.push(quote!(#ident: &#krate::Handle));
                 bindings.push(quote!(#ident.clone().binding()));
                 slot += 1;
+            }
+            ParamKind::Tensor { elem, mutable } => {
+                let native_mut = mutable.then(|| quote!(mut));
+                native_setup.extend(quote! {
+                    let #native_mut #ident = #lang::native::Tensor::<#elem>::param(
+                        __cubert_args, #slot, #tensor, #scalar_count,
+                    );
+                });
+                expand_setup.extend(quote! {
+                    let #ident = #lang::expand::TensorVal::<#elem>::param(#mutable);
+                });
+                launch_params.push(quote!(#ident: &#krate::TensorArg<'_>));
+                bindings.push(quote!(#ident.handle.clone().binding()));
+                tensor_args.push(ident.clone());
+                slot += 1;
+                tensor += 1;
             }
             ParamKind::Scalar(ty) => {
                 native_setup.extend(quote! {
@@ -222,9 +245,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             #where_clause
             {
                 let key = #lang::KernelKey::new::<#marker #turbofish>(::std::vec![#(#comptime_bits),*]);
-                let arguments = #krate::KernelArguments::new()
+                let mut arguments = #krate::KernelArguments::new()
                     #(.with_buffer(#bindings))*
                     #(.with_scalar(#scalars))*;
+                for word in #krate::TensorArg::metadata(#scalar_count, &[#(#tensor_args),*])? {
+                    arguments = arguments.with_scalar(word);
+                }
                 client.launch_language(
                     key,
                     || definition #turbofish (#(#comptime_names),*),

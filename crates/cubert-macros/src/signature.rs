@@ -7,6 +7,8 @@ use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Type};
 pub enum ParamKind {
     /// `&Array<T>` (read-only) or `&mut Array<T>`.
     Array { elem: Type, mutable: bool },
+    /// `&Tensor<T>` or `&mut Tensor<T>`: an array with a shape and strides.
+    Tensor { elem: Type, mutable: bool },
     /// A scalar passed at launch.
     Scalar(Type),
     /// `#[comptime] name: T`: specializes the kernel.
@@ -29,7 +31,8 @@ pub struct Signature {
 }
 
 const SIGNATURE_HELP: &str = "a kernel's parameters are scalars (`a: F`, `n: u32`), arrays \
-     (`x: &Array<F>`, `y: &mut Array<F>`) and compile-time values (`#[comptime] block: u32`)";
+     (`x: &Array<F>`, `y: &mut Array<F>`), tensors (`t: &Tensor<F>`, `&mut Tensor<F>`) and \
+     compile-time values (`#[comptime] block: u32`)";
 
 /// Reads and checks the signature of `function`.
 pub fn read(function: &mut ItemFn) -> syn::Result<Signature> {
@@ -123,16 +126,20 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
         Type::Reference(reference) => {
             let mutable = reference.mutability.is_some();
-            if let Some(elem) = array_elem(&reference.elem) {
+            if let Some(elem) = generic_elem(&reference.elem, "Array") {
                 return Ok(ParamKind::Array { elem, mutable });
+            }
+            if let Some(elem) = generic_elem(&reference.elem, "Tensor") {
+                return Ok(ParamKind::Tensor { elem, mutable });
             }
             Err(syn::Error::new(ty.span(), SIGNATURE_HELP))
         }
         Type::Path(path) if path.qself.is_none() && path.path.segments.len() == 1 => {
-            if array_elem(ty).is_some() {
+            if generic_elem(ty, "Array").is_some() || generic_elem(ty, "Tensor").is_some() {
                 return Err(syn::Error::new(
                     ty.span(),
-                    "take an array by reference: `&Array<T>` or `&mut Array<T>`",
+                    "take an array by reference: `&Array<T>` or `&mut Array<T>` (a tensor: \
+                     `&Tensor<T>`)",
                 ));
             }
             Ok(ParamKind::Scalar(ty.clone()))
@@ -141,11 +148,11 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
     }
 }
 
-/// `T` if `ty` is `Array<T>`.
-fn array_elem(ty: &Type) -> Option<Type> {
+/// `T` if `ty` is `{name}<T>` (`Array<T>`, `Tensor<T>`).
+fn generic_elem(ty: &Type, name: &str) -> Option<Type> {
     let Type::Path(path) = ty else { return None };
     let segment = path.path.segments.last()?;
-    if segment.ident != "Array" {
+    if segment.ident != name {
         return None;
     }
     let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {

@@ -61,7 +61,7 @@ pub use error::{
 pub use handle::{Binding, Handle};
 pub use kernel::{
     CubeCount, CubeCountSelection, CubeDim, ExecutionMode, KernelArguments, KernelId,
-    KernelMetadata, MetadataBindingInfo,
+    KernelMetadata, MetadataBindingInfo, TensorArg,
 };
 pub use layout::{MemoryLayout, MemoryLayoutDescriptor, MemoryLayoutStrategy};
 pub use memory::{MemoryAllocationMode, MemoryUsage};

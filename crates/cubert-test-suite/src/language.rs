@@ -14,7 +14,7 @@
 //! The tests are grouped by topic in `language/`: `arrays` (generics, compile-time values,
 //! builtins, local arrays, out of bounds), `control_flow`, `arithmetic`, `casts`, `math`,
 //! `cooperative` (shared memory, `sync_cube`, plane operations, atomics), `lines`
-//! (vector loads and stores).
+//! (vector loads and stores), `tensors` (shape, strides, rank).
 //! [`kernel_definitions`] lists a specialization of every kernel they launch, for code
 //! generators to compile in CI.
 
@@ -25,6 +25,7 @@ mod control_flow;
 mod cooperative;
 mod lines;
 mod math;
+mod tensors;
 
 pub use arithmetic::*;
 pub use arrays::*;
@@ -33,6 +34,7 @@ pub use control_flow::*;
 pub use cooperative::*;
 pub use lines::*;
 pub use math::*;
+pub use tensors::*;
 
 use crate::backend::{Client, TestBackend};
 use cubert_runtime::lang::{KernelDefinition, Scalar};
@@ -50,6 +52,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(math::definitions());
     all.extend(cooperative::definitions());
     all.extend(lines::definitions());
+    all.extend(tensors::definitions());
     all
 }
 

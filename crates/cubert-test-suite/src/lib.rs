@@ -165,6 +165,9 @@ macro_rules! __for_each_suite_test {
                 lines_of_every_width_load_and_store_their_elements,
                 lines_of_views_at_unaligned_offsets_move_the_right_elements,
                 lines_across_the_end_store_only_inside_and_fail_the_launch,
+                tensor_rank_shape_and_strides_read_as_passed,
+                strided_tensors_transpose_and_permute,
+                malformed_tensor_arguments_are_refused_at_launch,
             }
             launch {
                 launch_of_copy_kernel_writes_the_destination_threaded,
@@ -460,7 +463,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 27] = [
+    const SOURCES: [(&str, &str); 28] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -475,6 +478,7 @@ mod tests {
         ("language", include_str!("language/control_flow.rs")),
         ("language", include_str!("language/cooperative.rs")),
         ("language", include_str!("language/lines.rs")),
+        ("language", include_str!("language/tensors.rs")),
         ("language", include_str!("language/math.rs")),
         ("launch", include_str!("launch.rs")),
         ("leaks", include_str!("leaks.rs")),

@@ -7,8 +7,8 @@ use super::cuda_type::{
 use super::{cooperative, line};
 use cubert_lang::ElemType;
 use cubert_lang::ir::{
-    AtomicTarget, BinaryOp, Block, Builtin, Instruction, Kernel, MathOp, Operation, Type, UnaryOp,
-    Value,
+    AtomicTarget, BinaryOp, Block, Builtin, Instruction, Kernel, MathOp, Operation, TensorField,
+    Type, UnaryOp, Value,
 };
 use std::fmt::{self, Write};
 
@@ -48,6 +48,24 @@ __device__ __forceinline__ float h2f(cubert::f16 v) { return cubert::f16_to_f32(
 __device__ __forceinline__ float h2f(cubert::bf16 v) { return cubert::bf16_to_f32(v); }
 __device__ __forceinline__ double h2d(cubert::f16 v) { return cubert::f16_to_f64(v); }
 __device__ __forceinline__ double h2d(cubert::bf16 v) { return cubert::bf16_to_f64(v); }
+// A tensor's metadata (see `ir::Operation::TensorMeta`): field 0 the rank, 1 the extent of
+// `dim` (1 past the rank), 2 its stride (0 past the rank); saturated to u32.
+__device__ __forceinline__ unsigned int tensor_meta(const cubert::Args& a, unsigned int header, int field, unsigned int dim) {
+    if (header >= CUBERT_MAX_INFO) return field == 1 ? 1u : 0u;
+    cubert::u64 block = a.info_words[header];
+    if (block == 0 || block >= CUBERT_MAX_INFO) return field == 1 ? 1u : 0u;
+    cubert::u64 rank = a.info_words[block];
+    cubert::u64 word;
+    if (field == 0) {
+        word = rank;
+    } else {
+        if (dim >= rank) return field == 1 ? 1u : 0u;
+        cubert::u64 index = block + 1 + (field == 2 ? rank : 0) + dim;
+        if (index >= CUBERT_MAX_INFO) return field == 1 ? 1u : 0u;
+        word = a.info_words[index];
+    }
+    return word > 0xffffffffull ? 0xffffffffu : (unsigned int)word;
+}
 } // namespace cubert_lang
 "#;
 
@@ -376,6 +394,16 @@ impl Printer<'_> {
                     ),
                     _ => return fail("an array load from something that isn't an array"),
                 }
+            }
+            Operation::TensorMeta { tensor, field, dim } => {
+                let header = self.kernel.scalars().count() as u32 + tensor;
+                let dim = dim.map(|d| self.value(d)).unwrap_or_else(|| "0u".into());
+                let field = match field {
+                    TensorField::Rank => 0,
+                    TensorField::Shape => 1,
+                    TensorField::Stride => 2,
+                };
+                format!("cubert_lang::tensor_meta(args, {header}, {field}, {dim})")
             }
             Operation::Plane(op, value) => {
                 cooperative::plane(*op, value.elem(), &self.value(*value))

@@ -44,8 +44,14 @@ pub fn language_kernel(
     // `--fmad=false`: the language rounds after every operation, so `a * x + y` must not be
     // contracted into one fused multiply-add (the CPU, and the language's tests, compute
     // it in two roundings); `mul_add` is the way to ask for a fused one.
+    // Tensors' metadata follows the scalars: room for as many words as a block may take.
+    let info = if ir.tensors > 0 {
+        crate::kernel::MAX_INFO
+    } else {
+        scalars
+    };
     let kernel = CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
-        .with_args_capacity(ArgsCapacity::new(arrays, scalars))
+        .with_args_capacity(ArgsCapacity::new(arrays, info))
         .with_options(vec!["--fmad=false".to_string()]);
     // Shared arrays live in dynamic shared memory: the launch checks the size against the
     // device's limit and raises the function's limit past the static 48 KiB.

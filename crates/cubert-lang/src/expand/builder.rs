@@ -32,6 +32,7 @@ struct Builder {
     blocks: Vec<Block>,
     arrays: u32,
     scalars: u32,
+    tensors: u32,
     error: Option<String>,
 }
 
@@ -60,6 +61,7 @@ pub fn record(name: &str, expansion: impl FnOnce()) -> Result<Kernel, ExpandErro
             blocks: vec![Block::default()],
             arrays: 0,
             scalars: 0,
+            tensors: 0,
             error: None,
         });
         false
@@ -95,6 +97,7 @@ pub fn record(name: &str, expansion: impl FnOnce()) -> Result<Kernel, ExpandErro
         name: name.to_string(),
         params: builder.params,
         locals: builder.locals,
+        tensors: builder.tensors,
         body,
     })
 }
@@ -164,6 +167,16 @@ pub fn array_param(param: Param) -> u32 {
         let slot = builder.arrays;
         builder.arrays += 1;
         slot
+    })
+}
+
+/// Declares that the array parameter just declared is a tensor; returns its ordinal among
+/// the kernel's tensors.
+pub fn tensor_param() -> u32 {
+    with(0, |builder| {
+        let ordinal = builder.tensors;
+        builder.tensors += 1;
+        ordinal
     })
 }
 

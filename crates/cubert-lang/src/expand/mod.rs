@@ -15,6 +15,7 @@ pub mod builder;
 mod control;
 mod cooperative;
 mod ops;
+mod tensor;
 mod val;
 
 pub use array::{ArrayVal, Indexable, LocalArrayVal, load_line, store_line};
@@ -22,4 +23,5 @@ pub use builder::{ExpandError, record};
 pub use control::*;
 pub use cooperative::*;
 pub use ops::*;
+pub use tensor::{TensorVal, rank, shape, stride};
 pub use val::Val;

@@ -14,7 +14,7 @@ mod value;
 
 pub use instruction::{Block, Instruction};
 pub use operation::{
-    AtomicOp, AtomicTarget, BinaryOp, Builtin, MathOp, Operation, PlaneOp, UnaryOp,
+    AtomicOp, AtomicTarget, BinaryOp, Builtin, MathOp, Operation, PlaneOp, TensorField, UnaryOp,
 };
 pub use value::{Constant, Type, Value, VarId};
 
@@ -55,6 +55,9 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// Local variables, indexed by [`VarId`] (shared arrays included: one per cube).
     pub locals: Vec<Local>,
+    /// How many of the array parameters are tensors (arrays with a shape and strides;
+    /// see [`Operation::TensorMeta`]).
+    pub tensors: u32,
     /// The body.
     pub body: Block,
 }

@@ -194,6 +194,17 @@ pub enum AtomicOp {
     CompareExchange,
 }
 
+/// What a tensor's metadata read returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorField {
+    /// The number of dimensions.
+    Rank,
+    /// The extent of a dimension (1 past the rank).
+    Shape,
+    /// The stride of a dimension, in elements (0 past the rank).
+    Stride,
+}
+
 /// What an atomic operation works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicTarget {
@@ -242,6 +253,20 @@ pub enum Operation {
     Length {
         /// The array's buffer slot.
         array: u32,
+    },
+    /// A `u32` of tensor `tensor`'s metadata (its ordinal among the kernel's tensors).
+    ///
+    /// The launch passes the metadata in the info words after the scalars: word
+    /// `scalars + tensor` holds the offset `o` of the tensor's block, and the block is
+    /// `[rank, shape_0 .. shape_{rank-1}, stride_0 .. stride_{rank-1}]`. Values above
+    /// `u32::MAX` read as `u32::MAX`.
+    TensorMeta {
+        /// The tensor's ordinal.
+        tensor: u32,
+        /// What is read.
+        field: TensorField,
+        /// The dimension (`u32`), for `Shape` and `Stride`.
+        dim: Option<Value>,
     },
     /// A reduction over the unit's plane.
     Plane(PlaneOp, Value),

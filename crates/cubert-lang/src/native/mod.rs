@@ -14,6 +14,7 @@ mod atomic;
 mod cooperative;
 mod line;
 mod ops;
+mod tensor;
 mod unit;
 
 pub use array::{AccessMonitor, Args, Array, Indexable, RawArray};
@@ -24,4 +25,5 @@ pub use cooperative::{
 };
 pub use line::{load_line, store_line};
 pub use ops::*;
+pub use tensor::{Tensor, rank, shape, stride};
 pub use unit::{Unit, run_cube};

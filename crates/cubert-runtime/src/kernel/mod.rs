@@ -12,12 +12,14 @@ mod arguments;
 mod cube;
 mod language_cache;
 pub mod standard;
+mod tensor_arg;
 mod tensor_map;
 pub mod variant;
 
 pub use arguments::{KernelArguments, MetadataBindingInfo};
 pub use cube::{CubeCount, CubeCountSelection, CubeDim, cube_count_spread};
 pub use language_cache::LanguageKernelCache;
+pub use tensor_arg::{MAX_TENSOR_RANK, TensorArg};
 pub use tensor_map::{
     OobFill, TensorMapBinding, TensorMapFormat, TensorMapInterleave, TensorMapMeta,
     TensorMapPrefetch, TensorMapSwizzle,
