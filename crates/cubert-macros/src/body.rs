@@ -136,7 +136,10 @@ impl Context {
                 let tokens = self.statement_expr(expr)?;
                 Ok(quote!(#tokens;))
             }
-            Stmt::Item(item) => Err(unsupported(item.span(), "an item inside a kernel")),
+            Stmt::Item(item) => Err(unsupported(
+                item.span(),
+                "an item (`fn`, `struct`, `use`, ...)",
+            )),
             Stmt::Macro(mac) => Err(unsupported(mac.span(), "a macro call")),
         }
     }
@@ -745,7 +748,17 @@ impl Context {
         }
         if let Some(&(_, expected)) = ATOMIC_OPS.iter().find(|(op, _)| *op == name) {
             arity(expected, &name)?;
-            let array = self.array_place(&call.args[0])?;
+            let array = match strip_parens(&call.args[0]) {
+                Expr::Path(path) if path.path.get_ident().is_some() => quote!(#path),
+                other => {
+                    return Err(syn::Error::new(
+                        other.span(),
+                        format!(
+                            "an atomic's first argument is an array variable: `{name}(y, i, v)`"
+                        ),
+                    ));
+                }
+            };
             let args = call
                 .args
                 .iter()
@@ -824,7 +837,13 @@ impl Context {
         if method == "line" || method == "set_line" {
             return self.line_call(call);
         }
-        if !METHODS.iter().any(|name| method == name) || call.turbofish.is_some() {
+        if let Some(turbofish) = &call.turbofish {
+            return Err(syn::Error::new(
+                turbofish.span(),
+                format!("`{method}` takes no generic arguments (only `x.line::<N>(i)` names one)"),
+            ));
+        }
+        if !METHODS.iter().any(|name| method == name) {
             return Err(unsupported(
                 method.span(),
                 &format!(

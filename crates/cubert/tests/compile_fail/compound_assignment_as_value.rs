@@ -1,0 +1,11 @@
+// A compound assignment (`+=`) used as a value is rejected.
+#![allow(unused_imports)]
+use cubert::lang::prelude::*;
+
+#[cubert::kernel]
+fn chain(x: &Array<f32>, y: &mut Array<f32>) {
+    let mut a = 0.0f32;
+    y[ABSOLUTE_POS] = (a += x[ABSOLUTE_POS]);
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// A `self` parameter is rejected.
+#![allow(unused_imports)]
+use cubert::lang::prelude::*;
+
+#[cubert::kernel]
+fn copy(self, y: &mut Array<f32>) {
+    y[ABSOLUTE_POS] = 0.0f32;
+}
+
+fn main() {}

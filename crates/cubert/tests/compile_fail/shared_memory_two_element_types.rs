@@ -1,0 +1,12 @@
+// `SharedMemory` with more than one type argument is rejected.
+#![allow(unused_imports)]
+use cubert::lang::prelude::*;
+
+#[cubert::kernel]
+fn stage(x: &Array<f32>, y: &mut Array<f32>) {
+    let mut tile = SharedMemory::<f32, u32>::new(8);
+    tile[UNIT_POS] = x[ABSOLUTE_POS];
+    y[ABSOLUTE_POS] = tile[UNIT_POS];
+}
+
+fn main() {}

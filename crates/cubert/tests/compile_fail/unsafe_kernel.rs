@@ -1,0 +1,10 @@
+// An `unsafe` kernel is rejected.
+#![allow(unused_imports)]
+use cubert::lang::prelude::*;
+
+#[cubert::kernel]
+unsafe fn copy(x: &Array<f32>, y: &mut Array<f32>) {
+    y[ABSOLUTE_POS] = x[ABSOLUTE_POS];
+}
+
+fn main() {}
