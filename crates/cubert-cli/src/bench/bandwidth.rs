@@ -10,7 +10,10 @@
 //! - `cubert_vadd_f32_256M`: the device time of one `ops::add`, measured by `client.profile`
 //!   (CUDA events on CUDA, as the anchors time their kernels; the host clock around the
 //!   finished launch on the CPU);
-//! - `cubert_vadd_f32_256M_wall`: the wall time of `ops::add` + `sync`.
+//! - `cubert_vadd_f32_256M_wall`: the wall time of `ops::add` + `sync`;
+//! - `cubert_vadd_f32_256M_language`: the device time of the same add written once in the
+//!   kernel language ([`add_lines`], four elements per unit: one `float4` on CUDA), every
+//!   element checked first: what a user's own kernel reaches next to the standard one.
 //!
 //! Then a strided sample of the output is checked again.
 
@@ -20,11 +23,24 @@ use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
 use super::units::{MIB, count_label};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
-use cubert::{Bytes, ComputeClient, ElemType, Handle, Runtime, ops};
+use cubert::{Bytes, ComputeClient, CubeCount, CubeDim, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 
 /// Figures this group measures.
-pub const FIGURES: u64 = 2 + copy::FIGURES;
+pub const FIGURES: u64 = 3 + copy::FIGURES;
+
+/// The vector add in the kernel language: unit `i` adds line `i` (elements `4i .. 4i + 4`).
+#[cubert::kernel]
+fn add_lines(a: &Array<f32>, b: &Array<f32>, out: &mut Array<f32>) {
+    let i = ABSOLUTE_POS;
+    let x = a.line::<4>(i);
+    let y = b.line::<4>(i);
+    let mut z = x;
+    for k in 0..4u32 {
+        z[k] = x[k] + y[k];
+    }
+    out.set_line(i, z);
+}
 
 const SEED_A: u64 = 0xa;
 const SEED_B: u64 = 0xb;
@@ -175,6 +191,53 @@ fn vector_add<R: Runtime>(
         gb_per_s(bytes, median(&wall)),
         "GB/s",
         &format!("ops::add f32 + sync, bytes = 3*N*4, wall time, median of {reps}"),
+    );
+    language_add(client, (&a, &b, &out), len, reps, &format!("{name}_language"), recorder)
+}
+
+/// The add of [`add_lines`]: checked in full, then timed like `ops::add`.
+fn language_add<R: Runtime>(
+    client: &ComputeClient<R>,
+    (a, b, out): (&Handle, &Handle, &Handle),
+    len: usize,
+    reps: usize,
+    name: &str,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    recorder.start(name);
+    let units = (len / 4) as u32;
+    let launch = || {
+        add_lines::launch::<R>(
+            client,
+            CubeCount::Static(units.div_ceil(256), 1, 1),
+            CubeDim::new_1d(256),
+            a,
+            b,
+            out,
+        )
+    };
+    ops::fill(client, out, len, f32::NAN)?;
+    launch()?;
+    client.sync()?;
+    if let Some(problem) = check_all(client, out, len)? {
+        recorder.skip(name, &problem);
+        return Ok(());
+    }
+    launch()?;
+    client.sync()?;
+    let mut device = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        device.push(profiled_seconds(client, "vadd_language", launch)?);
+    }
+    recorder.emit(
+        name,
+        gb_per_s(3 * len * 4, median(&device)),
+        "GB/s",
+        &format!(
+            "#[kernel] add by lines of 4 f32, bytes = 3*N*4, device time by client.profile \
+             ({}), median of {reps} (all elements checked first)",
+            profile_clock(client)
+        ),
     );
     Ok(())
 }
