@@ -7,7 +7,6 @@
 //! backend plugs in with one more arm.
 
 use crate::error::{CliError, CliResult};
-use clap::ValueEnum;
 use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
 use std::fmt;
 
@@ -26,19 +25,18 @@ impl Backend {
         }
     }
 
-    /// The backend named `--backend`, else the configured default.
+    /// The backend named `--backend`, else the configured default (`[runtime] backend`,
+    /// `CUBERT_BACKEND`; `auto` picks CUDA when a device is usable, else the CPU).
     ///
     /// # Errors
-    /// A usage error if the configuration names a backend the CLI doesn't know.
+    /// None today; kept fallible for backends a configuration may name but this build lacks.
     pub fn select(requested: Option<Backend>) -> CliResult<Backend> {
         if let Some(backend) = requested {
             return Ok(backend);
         }
-        let configured = &cubert::config::global_config().runtime.backend;
-        Backend::from_str(configured, true).map_err(|_| {
-            CliError::usage(format!(
-                "the configured backend `{configured}` is unknown (expected cpu or cuda)"
-            ))
+        Ok(match cubert::configured_backend() {
+            cubert::Backend::Cpu => Backend::Cpu,
+            cubert::Backend::Cuda => Backend::Cuda,
         })
     }
 }

@@ -18,6 +18,11 @@
 
 #![warn(missing_docs)]
 
+mod backend;
+
+pub use backend::{
+    AnyClient, Backend, ClientJob, best_available_backend, best_client, configured_backend,
+};
 pub use cubert_runtime::*;
 
 /// Makes a function a kernel of the language, run on every backend: see [`lang`] and
@@ -34,7 +39,8 @@ pub use cubert_cuda as cuda;
 #[cfg(feature = "cuda")]
 pub use cubert_cuda::{CudaDevice, CudaRuntime};
 
-/// The client of the embedded default device: CPU device 0.
+/// The client of the embedded default device: CPU device 0. To honour the configuration
+/// and use a GPU when there is one, see [`best_client`].
 ///
 /// # Errors
 /// The server's start error.

@@ -300,6 +300,23 @@ mod tests {
     }
 
     #[test]
+    fn backend_accepts_auto_and_warns_on_an_unknown_name() {
+        let root = tempfile::tempdir().unwrap();
+        let env = vec![("CUBERT_BACKEND".to_string(), "auto".to_string())];
+        let loaded = load_config_from(root.path(), env);
+        assert_eq!(loaded.config.runtime.backend, "auto");
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let env = vec![("CUBERT_BACKEND".to_string(), "tpu".to_string())];
+        let loaded = load_config_from(root.path(), env);
+        assert_eq!(loaded.config.runtime.backend, "cpu", "the default stays");
+        assert!(
+            loaded.warnings.iter().any(|w| w.contains("auto")),
+            "the warning lists the choices: {:?}",
+            loaded.warnings
+        );
+    }
+
+    #[test]
     fn launcher_variables_are_not_settings() {
         let root = tempfile::tempdir().unwrap();
         let env: Vec<(String, String)> = crate::distributed::LAUNCH_VARIABLES

@@ -32,7 +32,8 @@ settings! {
         /// Threaded or inline device handles.
         #[serde(deserialize_with = "values::choice")]
         pub device_handle: DeviceHandleMode,
-        /// Default backend (`cpu` or `cuda`).
+        /// Default backend (`cpu`, `cuda`, or `auto`: CUDA when a device is usable, else the
+        /// CPU).
         #[serde(deserialize_with = "values::backend")]
         pub backend: String,
     }

@@ -180,14 +180,15 @@ where
     read(deserializer, |value| spelled(&text(value)?))
 }
 
-/// `[runtime] backend`: `cpu` or `cuda`.
+/// `[runtime] backend`: `cpu`, `cuda`, or `auto` (CUDA when a device is usable, else the
+/// CPU).
 pub(crate) fn backend<'de, D>(deserializer: D) -> Result<String, D::Error>
 where
     D: Deserializer<'de>,
 {
     read(deserializer, |value| match text(value)?.as_str() {
-        name @ ("cpu" | "cuda") => Ok(name.to_string()),
-        other => Err(one_of(other, &["cpu", "cuda"])),
+        name @ ("cpu" | "cuda" | "auto") => Ok(name.to_string()),
+        other => Err(one_of(other, &["cpu", "cuda", "auto"])),
     })
 }
 
