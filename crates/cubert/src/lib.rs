@@ -4,7 +4,7 @@
 //! profiling, autotuning and collectives, on the CPU (always available) and NVIDIA GPUs,
 //! with one kernel language for both. This crate re-exports the runtime core
 //! ([`ComputeClient`], [`Handle`], [`Bytes`], [`ops`], the errors), the backends ([`cpu`],
-//! `cuda`) and the kernel language ([`lang`], [`kernel`]).
+//! `cuda`) and the kernel language ([`lang`], [`#[kernel]`](macro@kernel)).
 //!
 //! # Start here: a client
 //!
@@ -110,7 +110,7 @@
 //!
 //! # Your own kernels
 //!
-//! Write a kernel once in Rust with [`kernel`]; it runs natively on the CPU and as CUDA
+//! Write a kernel once in Rust with [`#[kernel]`](macro@kernel); it runs natively on the CPU and as CUDA
 //! C++ on NVIDIA GPUs, with the same results ([`lang`] and `docs/kernel-language.md` list
 //! the language: element-type generics, compile-time parameters, control flow, math,
 //! shared memory and `sync_cube`, plane operations, atomics, lines, tensors).
