@@ -192,7 +192,14 @@ fn vector_add<R: Runtime>(
         "GB/s",
         &format!("ops::add f32 + sync, bytes = 3*N*4, wall time, median of {reps}"),
     );
-    language_add(client, (&a, &b, &out), len, reps, &format!("{name}_language"), recorder)
+    language_add(
+        client,
+        (&a, &b, &out),
+        len,
+        reps,
+        &format!("{name}_language"),
+        recorder,
+    )
 }
 
 /// The add of [`add_lines`]: checked in full, then timed like `ops::add`.
