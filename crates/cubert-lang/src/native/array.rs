@@ -42,10 +42,33 @@ unsafe impl Send for RawArray {}
 // SAFETY: as above.
 unsafe impl Sync for RawArray {}
 
+impl RawArray {
+    /// No buffer: zero bytes at an address aligned for every scalar type, so the array made
+    /// of it is empty (every access reports out of bounds) and never dereferenced.
+    const MISSING: Self = Self {
+        ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(),
+        len: 0,
+    };
+}
+
+/// Buffers and info words an [`Args`] holds by value (the rest it reads from the launch's
+/// slices).
+const INLINE: usize = 8;
+
 /// The arguments of one launch, as the native kernel reads them: buffers in binding order,
 /// scalars as info words.
+///
+/// The first `INLINE` (8) buffers and info words are copies inside the value: the macro's
+/// native function takes its arrays and scalars from `&Args` once per unit, and a kernel's
+/// `&Args` parameter is memory nothing writes during the call, so the compiler hoists those
+/// reads (and the alignment and length arithmetic of [`Args::array`]) out of
+/// [`super::run_cube`]'s loop over the units. Read through the slices, they would be
+/// redone for every unit: the kernel's stores (atomic, to `*mut` memory) might, as far as
+/// the compiler knows, change the slices' contents.
 #[derive(Clone, Copy)]
 pub struct Args<'a> {
+    arrays: [RawArray; INLINE],
+    words: [u64; INLINE],
     buffers: &'a [RawArray],
     info: &'a [u64],
     monitor: &'a dyn AccessMonitor,
@@ -58,12 +81,20 @@ impl<'a> Args<'a> {
     /// Each buffer's `ptr .. ptr + len` must be memory that stays valid, and is written
     /// only through [`Array`]s or other atomic accesses, while the returned value (and any
     /// array taken from it) lives.
+    #[inline]
     pub unsafe fn new(
         buffers: &'a [RawArray],
         info: &'a [u64],
         monitor: &'a dyn AccessMonitor,
     ) -> Self {
+        // Fixed-size copies (no call to `memcpy` per cube): missing buffers are empty,
+        // missing words zero, as `array` and `scalar` give for slots past the slices.
+        let arrays =
+            std::array::from_fn(|slot| buffers.get(slot).copied().unwrap_or(RawArray::MISSING));
+        let words = std::array::from_fn(|index| info.get(index).copied().unwrap_or(0));
         Self {
+            arrays,
+            words,
             buffers,
             info,
             monitor,
@@ -73,13 +104,16 @@ impl<'a> Args<'a> {
     /// Buffer `slot` as an array of `T`; a missing or misaligned buffer is an empty array
     /// (every access reports out of bounds), which `KernelDefinition` validation rules out
     /// before launch.
-    #[inline]
+    #[inline(always)]
     pub fn array<T: Scalar>(&self, slot: usize) -> Array<'a, T> {
-        let (ptr, len) = match self.buffers.get(slot) {
-            Some(raw) if (raw.ptr as usize).is_multiple_of(align_of::<T>()) => {
-                (raw.ptr.cast::<T>(), raw.len / size_of::<T>().max(1))
-            }
-            _ => (std::ptr::NonNull::<T>::dangling().as_ptr(), 0),
+        let raw = match self.arrays.get(slot) {
+            Some(raw) => *raw,
+            None => self.buffers.get(slot).copied().unwrap_or(RawArray::MISSING),
+        };
+        let (ptr, len) = if (raw.ptr as usize).is_multiple_of(align_of::<T>()) {
+            (raw.ptr.cast::<T>(), raw.len / size_of::<T>().max(1))
+        } else {
+            (std::ptr::NonNull::<T>::dangling().as_ptr(), 0)
         };
         Array {
             ptr,
@@ -96,9 +130,13 @@ impl<'a> Args<'a> {
     }
 
     /// Scalar `index` (info word `index`), or zero if the launch passed fewer words.
-    #[inline]
+    #[inline(always)]
     pub fn scalar<T: Scalar>(&self, index: usize) -> T {
-        T::from_bits(self.info.get(index).copied().unwrap_or(0))
+        let word = match self.words.get(index) {
+            Some(word) => *word,
+            None => self.info.get(index).copied().unwrap_or(0),
+        };
+        T::from_bits(word)
     }
 }
 

@@ -132,11 +132,18 @@ impl Unit {
     }
 }
 
+/// Units of a row run by one step of [`run_cube`]'s unrolled loop.
+const UNROLL: u32 = 4;
+
 /// Runs `unit_body` for every unit of the cube described by `cube` (its `unit_pos` is
 /// ignored), x fastest, and stops early once the launch gave up (see
 /// [`super::AccessMonitor::gave_up`]). Generic over the body so that the body inlines into
 /// the loop.
-#[inline]
+///
+/// A row runs `UNROLL` (4) units per step: the body of a kernel like a vector add is a few
+/// loads, a store and their bounds checks, and the step's counter and exit test would
+/// otherwise be a good part of each unit's branches.
+#[inline(always)]
 pub fn run_cube(cube: &Unit, args: &super::Args<'_>, mut unit_body: impl FnMut(&Unit)) {
     let (dx, dy, dz) = cube.cube_dim;
     let mut unit = *cube;
@@ -145,9 +152,18 @@ pub fn run_cube(cube: &Unit, args: &super::Args<'_>, mut unit_body: impl FnMut(&
             if args.monitor().gave_up() {
                 return;
             }
-            for x in 0..dx {
+            let mut x = 0;
+            while dx - x >= UNROLL {
+                for step in 0..UNROLL {
+                    unit.unit_pos = (x + step, y, z);
+                    unit_body(&unit);
+                }
+                x += UNROLL;
+            }
+            while x < dx {
                 unit.unit_pos = (x, y, z);
                 unit_body(&unit);
+                x += 1;
             }
         }
     }
