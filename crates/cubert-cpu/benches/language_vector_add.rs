@@ -28,6 +28,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cubert_cpu::{CpuDevice, CpuRuntime};
+use cubert_runtime::lang::prelude::*;
 use cubert_runtime::{Bytes, ComputeClient, CubeCount, CubeDim, Handle};
 use rayon::prelude::*;
 use std::fmt::Display;

@@ -128,6 +128,12 @@ pub fn execute(
                 .to_string(),
             backtrace: BackTrace::capture(),
         }),
+        Ok(Ok(())) if checker.races() > 0 => Err(ServerError::DataRace {
+            kernel: kernel.name().to_string(),
+            races: checker.races(),
+            first: checker.first_race().unwrap_or("(not recorded)").to_string(),
+            backtrace: BackTrace::capture(),
+        }),
         Ok(Ok(())) => Ok(()),
     }
 }

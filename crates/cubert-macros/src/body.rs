@@ -385,13 +385,20 @@ impl Context {
                     None => value,
                     Some(op) => {
                         let op = syn::Ident::new(op, target.span());
-                        quote!(#m::#op(#m::load(&#array, __cubert_index), #value))
+                        let span = target.span();
+                        let m = respanned(m.clone(), span);
+                        quote_spanned!(span=> #m::#op(#m::load(&#array, __cubert_index), #value))
                     }
                 };
+                // Spanned at the target, so a checked launch reports the store's source line.
+                let span = target.span();
+                let m = respanned(m, span);
+                let store =
+                    quote_spanned!(span=> #m::store(#array_mut, __cubert_index, __cubert_value));
                 Ok(quote!({
                     let __cubert_index = #position;
                     let __cubert_value = #value;
-                    #m::store(#array_mut, __cubert_index, __cubert_value)
+                    #store
                 }))
             }
             Expr::Path(path) if path.path.get_ident().is_some() => {
@@ -483,6 +490,8 @@ impl Context {
             Expr::Index(index) => {
                 let array = self.array_place(&index.expr)?;
                 let position = self.expr(&index.index)?;
+                // The whole call carries the user's span: a checked launch reports its line.
+                let m = respanned(m, span);
                 Ok(quote_spanned!(span=> #m::load(&#array, #position)))
             }
             Expr::Cast(cast) => {
@@ -889,6 +898,25 @@ impl Context {
         let cond = self.expr(&expr_if.cond)?;
         Ok(quote!(#m::if_value(#cond, || #then, || #otherwise)))
     }
+}
+
+/// `tokens` with every span set to `span` (groups included), so a call built from them is
+/// located at the user's code: `#[track_caller]` then reports that line.
+fn respanned(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respanned(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 /// Whether `name` is a Rust constant a kernel may read as a compile-time value: a

@@ -168,6 +168,18 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
          compile fails) or the launch is refused (cube dim, cube count, bindings)."
     );
     let marker = format_ident!("Kernel");
+    // The signature's types as the user wrote them, resolved in the user's scope: an
+    // `Array` or `Float` not imported is the error rustc would give for a plain function,
+    // and the imports the signature needs count as used.
+    let signature_types: Vec<_> = function
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            syn::FnArg::Typed(typed) => Some(typed.ty.clone()),
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect();
     let phantom = quote!(::core::marker::PhantomData<fn() -> (#(#type_args,)*)>);
 
     Ok(quote! {
@@ -184,6 +196,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 clippy::all
             )]
             use super::*;
+
+            /// The kernel's signature as written (never called; see `signature_types`).
+            #[allow(dead_code, clippy::all)]
+            fn signature #impl_generics (#(_: #signature_types),*) #where_clause {}
 
             /// The kernel's marker type: its `TypeId` (with the generic types) keys caches.
             pub struct #marker #impl_generics (#phantom) #where_clause;

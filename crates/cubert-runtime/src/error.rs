@@ -237,6 +237,20 @@ pub enum ServerError {
         #[serde(skip)]
         backtrace: BackTrace,
     },
+    /// A kernel's units raced on shared memory: two units touched one element between
+    /// barriers, at least one of them writing (found by the CPU's validate mode).
+    #[error("kernel `{kernel}`: {races} data race(s) on shared memory; first: {first}")]
+    DataRace {
+        /// Name of the kernel.
+        kernel: String,
+        /// Number of racing accesses.
+        races: u64,
+        /// Description of the first one: the units, the element, the source line.
+        first: String,
+        /// Where the error was created.
+        #[serde(skip)]
+        backtrace: BackTrace,
+    },
     /// A kernel reported failure or panicked while running.
     #[error("kernel `{kernel}` failed: {reason}")]
     KernelFailed {

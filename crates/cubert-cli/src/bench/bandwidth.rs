@@ -23,6 +23,7 @@ use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
 use super::units::{MIB, count_label};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
+use cubert::lang::prelude::*;
 use cubert::{Bytes, ComputeClient, CubeCount, CubeDim, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 

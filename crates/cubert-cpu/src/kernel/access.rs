@@ -21,6 +21,8 @@ pub struct AccessChecker {
     kernel: String,
     violations: AtomicU64,
     first: OnceLock<String>,
+    races: AtomicU64,
+    first_race: OnceLock<String>,
 }
 
 impl AccessChecker {
@@ -31,6 +33,8 @@ impl AccessChecker {
             kernel: kernel.to_string(),
             violations: AtomicU64::new(0),
             first: OnceLock::new(),
+            races: AtomicU64::new(0),
+            first_race: OnceLock::new(),
         }
     }
 
@@ -91,6 +95,24 @@ impl AccessChecker {
     /// Number of out-of-bounds accesses so far.
     pub fn violations(&self) -> u64 {
         self.violations.load(Ordering::Relaxed)
+    }
+
+    /// Records a data race on shared memory (validate mode); each is logged.
+    #[cold]
+    pub fn race(&self, description: &str) {
+        self.races.fetch_add(1, Ordering::Relaxed);
+        log::warn!("kernel `{}`: data race: {description}", self.kernel);
+        let _ = self.first_race.set(description.to_string());
+    }
+
+    /// Number of data races found so far.
+    pub fn races(&self) -> u64 {
+        self.races.load(Ordering::Relaxed)
+    }
+
+    /// Description of the first data race.
+    pub fn first_race(&self) -> Option<&str> {
+        self.first_race.get().map(String::as_str)
     }
 
     /// Description of the first out-of-bounds access.

@@ -9,17 +9,28 @@ use super::access::AccessChecker;
 use super::{CpuKernel, KernelError};
 use cubert_lang::KernelDefinition;
 use cubert_lang::native::{AccessMonitor, Args, Unit};
-use cubert_runtime::CubeDim;
+use cubert_runtime::{CubeDim, ExecutionMode};
+use std::panic::Location;
 
 impl AccessMonitor for AccessChecker {
-    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool) {
+    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool, at: &Location<'_>) {
         if !self.checks() {
             return;
         }
         let what = if store { "store" } else { "load" };
         self.violation(|| {
-            format!("{what} of element {index} of buffer {buffer}, which has {len} elements")
+            format!(
+                "{what} of element {index} of buffer {buffer}, which has {len} elements, at {at}"
+            )
         });
+    }
+
+    fn checks_races(&self) -> bool {
+        self.mode() == ExecutionMode::Validate
+    }
+
+    fn data_race(&self, description: &str) {
+        self.race(description);
     }
 
     fn gave_up(&self) -> bool {

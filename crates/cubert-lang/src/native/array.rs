@@ -8,12 +8,14 @@
 
 use crate::scalar::Scalar;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// Where a launch's out-of-bounds accesses go (the CPU backend's access checker).
 pub trait AccessMonitor: Sync {
-    /// Records an access to element `index` of buffer `buffer`, which has `len` elements.
-    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool);
+    /// Records an access to element `index` of buffer `buffer`, which has `len` elements,
+    /// made by the kernel source line `at`.
+    fn out_of_bounds(&self, buffer: usize, index: u64, len: u64, store: bool, at: &Location<'_>);
 
     /// Whether the launch's outcome is decided (too many out-of-bounds accesses): the
     /// remaining units of a cube don't run.
@@ -24,6 +26,16 @@ pub trait AccessMonitor: Sync {
     /// Records an error of the kernel that isn't an access (a barrier in divergent
     /// control flow, ...): the launch fails with it.
     fn kernel_error(&self, message: &str);
+
+    /// Whether shared-memory accesses are checked for data races (the slow checked mode:
+    /// `[compilation] bounds_check = "validate"` on the CPU).
+    fn checks_races(&self) -> bool {
+        false
+    }
+
+    /// Records a data race on shared memory (two units touching one element between
+    /// barriers, at least one of them writing): the launch fails with it.
+    fn data_race(&self, description: &str);
 }
 
 /// One buffer of a launch: its first byte and its length in bytes.
@@ -171,19 +183,20 @@ impl<T: Scalar> Array<'_, T> {
     }
 
     /// The address of element `index`, or `None` (reported as out of bounds) past the end.
+    #[track_caller]
     pub(crate) fn element_ptr(&self, index: u32, store: bool) -> Option<*mut T> {
         if index < self.len {
             Some(self.ptr.wrapping_add(index as usize))
         } else {
-            self.out_of_bounds(index, store);
+            self.out_of_bounds(index, store, Location::caller());
             None
         }
     }
 
     #[cold]
-    fn out_of_bounds(&self, index: u32, store: bool) {
+    fn out_of_bounds(&self, index: u32, store: bool, at: &Location<'_>) {
         self.monitor
-            .out_of_bounds(self.slot, u64::from(index), u64::from(self.len), store);
+            .out_of_bounds(self.slot, u64::from(index), u64::from(self.len), store, at);
     }
 }
 
@@ -237,10 +250,13 @@ pub trait Indexable {
     type Elem: Scalar;
     /// Number of elements.
     fn len(&self) -> u32;
-    /// Element `index`; out of bounds: zero (and reported, for global arrays).
+    /// Element `index`; out of bounds: zero (and reported, for global and shared arrays,
+    /// with the caller's source line).
+    #[track_caller]
     fn load(&self, index: u32) -> Self::Elem;
     /// Sets element `index`; out of bounds: nothing is written (and it is reported, for
-    /// global arrays).
+    /// global and shared arrays, with the caller's source line).
+    #[track_caller]
     fn store(&mut self, index: u32, value: Self::Elem);
 }
 
@@ -253,24 +269,26 @@ impl<T: Scalar> Indexable for Array<'_, T> {
     }
 
     #[inline]
+    #[track_caller]
     fn load(&self, index: u32) -> T {
         if index < self.len {
             // SAFETY: `index < len`, so the element is inside the buffer `Args::array` made
             // this view of.
             unsafe { atomic_load(self.ptr.add(index as usize)) }
         } else {
-            self.out_of_bounds(index, false);
+            self.out_of_bounds(index, false, Location::caller());
             T::default()
         }
     }
 
     #[inline]
+    #[track_caller]
     fn store(&mut self, index: u32, value: T) {
         if index < self.len {
             // SAFETY: as in `load`.
             unsafe { atomic_store(self.ptr.add(index as usize), value) };
         } else {
-            self.out_of_bounds(index, true);
+            self.out_of_bounds(index, true, Location::caller());
         }
     }
 }
@@ -284,11 +302,13 @@ impl<T: Scalar, const N: usize> Indexable for [T; N] {
     }
 
     #[inline]
+    #[track_caller]
     fn load(&self, index: u32) -> T {
         self.get(index as usize).copied().unwrap_or_default()
     }
 
     #[inline]
+    #[track_caller]
     fn store(&mut self, index: u32, value: T) {
         if let Some(slot) = self.get_mut(index as usize) {
             *slot = value;

@@ -57,12 +57,14 @@ pub trait AtomicArray {
     type Elem: AtomicScalar;
     /// Replaces element `index` by `update(old)` atomically, unless `update` returns
     /// `None`; returns the old value (zero out of bounds).
+    #[track_caller]
     fn update(&self, index: u32, update: impl Fn(Self::Elem) -> Option<Self::Elem>) -> Self::Elem;
 }
 
 impl<T: AtomicScalar> AtomicArray for Array<'_, T> {
     type Elem = T;
 
+    #[track_caller]
     fn update(&self, index: u32, update: impl Fn(T) -> Option<T>) -> T {
         let Some(ptr) = self.element_ptr(index, true) else {
             return T::default();
@@ -92,6 +94,7 @@ impl<T: AtomicScalar> AtomicArray for Array<'_, T> {
 impl<T: AtomicScalar> AtomicArray for SharedMemory<'_, T> {
     type Elem = T;
 
+    #[track_caller]
     fn update(&self, index: u32, update: impl Fn(T) -> Option<T>) -> T {
         let Some(ptr) = self.element_ptr(index, true) else {
             return T::default();
@@ -110,27 +113,32 @@ impl<T: AtomicScalar> AtomicArray for SharedMemory<'_, T> {
 }
 
 /// `atomic_add(x, i, v)`: `x[i] += v`, returning the old value.
+#[track_caller]
 pub fn atomic_add<A: AtomicArray>(array: &A, index: u32, value: A::Elem) -> A::Elem {
     array.update(index, |old| Some(A::Elem::atomic_add(old, value)))
 }
 
 /// `atomic_max(x, i, v)`: `x[i] = max(x[i], v)`, returning the old value.
+#[track_caller]
 pub fn atomic_max<A: AtomicArray>(array: &A, index: u32, value: A::Elem) -> A::Elem {
     array.update(index, |old| Some(A::Elem::atomic_max(old, value)))
 }
 
 /// `atomic_min(x, i, v)`: `x[i] = min(x[i], v)`, returning the old value.
+#[track_caller]
 pub fn atomic_min<A: AtomicArray>(array: &A, index: u32, value: A::Elem) -> A::Elem {
     array.update(index, |old| Some(A::Elem::atomic_min(old, value)))
 }
 
 /// `atomic_exchange(x, i, v)`: `x[i] = v`, returning the old value.
+#[track_caller]
 pub fn atomic_exchange<A: AtomicArray>(array: &A, index: u32, value: A::Elem) -> A::Elem {
     array.update(index, |_| Some(value))
 }
 
 /// `atomic_compare_exchange(x, i, compare, v)`: `x[i] = v` if `x[i]` has the bits of
 /// `compare`; returns the old value either way.
+#[track_caller]
 pub fn atomic_compare_exchange<A: AtomicArray>(
     array: &A,
     index: u32,

@@ -19,6 +19,12 @@
 //! accesses need no atomics.
 //!
 //! Stacks are 64 KiB, allocated once per worker thread and reused from cube to cube.
+//!
+//! When the launch checks for races ([`AccessMonitor::checks_races`], the CPU's validate
+//! mode), each shared element has a shadow saying which unit wrote it and which read it
+//! since the last `sync_cube` (an epoch). A write after another unit's read or write, or a
+//! read after another unit's write, in the same epoch is reported with the unit ids and the
+//! kernel's source line. Atomics are exempt (they are the way to share without a barrier).
 
 use super::array::{AccessMonitor, Args};
 use super::unit::Unit;
@@ -26,6 +32,7 @@ use crate::scalar::Scalar;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};
+use std::panic::Location;
 
 /// Units per plane on the CPU (as on NVIDIA GPUs).
 pub const PLANE_DIM: u32 = 32;
@@ -52,7 +59,26 @@ struct CubeState {
     operations: Vec<u32>,
     /// Shared arrays by declaration site: storage, and the element size it was made for.
     shared: Vec<Option<Vec<u64>>>,
+    /// Per declaration site, per element, who touched it since the last barrier (only
+    /// when the launch checks for races).
+    shadows: Vec<Option<Vec<Shadow>>>,
+    /// `sync_cube` barriers the cube passed: accesses in different epochs are ordered.
+    epoch: u32,
+    /// The unit running now (its `UNIT_POS`).
+    current: u32,
 }
+
+/// Who touched one shared element in the current epoch: units as `UNIT_POS + 1`, 0 for
+/// none, [`MANY`] for several readers.
+#[derive(Clone, Copy, Default)]
+struct Shadow {
+    epoch: u32,
+    writer: u32,
+    reader: u32,
+}
+
+/// More than one unit read the element in this epoch.
+const MANY: u32 = u32::MAX;
 
 thread_local! {
     static YIELDER: Cell<*const Yielder<(), Wait>> = const { Cell::new(std::ptr::null()) };
@@ -98,6 +124,8 @@ pub fn run_cube_cooperative(cube: &Unit, args: &Args<'_>, body: impl Fn(&Unit)) 
         state.operations.clear();
         state.operations.resize(units, 0);
         state.shared.clear();
+        state.shadows.clear();
+        state.epoch = 0;
     });
     let body = &body;
     let mut fibers: Vec<Option<UnitCoroutine>> = Vec::with_capacity(units);
@@ -135,6 +163,7 @@ pub fn run_cube_cooperative(cube: &Unit, args: &Args<'_>, body: impl Fn(&Unit)) 
                 continue;
             }
             let Some(fiber) = slot.as_mut() else { continue };
+            STATE.with(|state| state.borrow_mut().current = index as u32);
             match fiber.resume(()) {
                 CoroutineResult::Yield(wait) => waits[index] = Some(wait),
                 CoroutineResult::Return(()) => {
@@ -179,6 +208,11 @@ pub fn run_cube_cooperative(cube: &Unit, args: &Args<'_>, body: impl Fn(&Unit)) 
             );
         }
         waits.fill(None);
+        // Every unit passed a barrier: accesses before and after it are ordered.
+        STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            state.epoch = state.epoch.wrapping_add(1);
+        });
     }
 }
 
@@ -282,11 +316,14 @@ pub fn plane_broadcast<T: Scalar>(unit: &Unit, value: T, lane: u32) -> T {
 
 /// An array in the cube's shared memory (see the module docs). Cheap to copy. An index
 /// out of bounds is reported to the launch's monitor (the launch fails) and skipped; a
-/// load then gives zero.
+/// load then gives zero. When the launch checks for races, every access also checks that
+/// no other unit touched the element since the last barrier in a conflicting way.
 #[derive(Clone, Copy)]
 pub struct SharedMemory<'a, T> {
     ptr: *mut T,
     len: u32,
+    site: usize,
+    races: bool,
     monitor: &'a dyn AccessMonitor,
 }
 
@@ -295,10 +332,15 @@ impl<'a, T: Scalar> SharedMemory<'a, T> {
     /// starts; every unit of the cube that reaches the site gets the same array.
     pub fn at_site(args: &Args<'a>, site: usize, len: u32) -> Self {
         let words = (len as usize * size_of::<T>()).div_ceil(8).max(1);
+        let races = args.monitor().checks_races();
         let ptr = STATE.with(|state| {
             let mut state = state.borrow_mut();
             if state.shared.len() <= site {
                 state.shared.resize_with(site + 1, || None);
+                state.shadows.resize_with(site + 1, || None);
+            }
+            if races && state.shadows[site].is_none() {
+                state.shadows[site] = Some(vec![Shadow::default(); len as usize]);
             }
             let storage = state.shared[site].get_or_insert_with(|| vec![0u64; words]);
             if storage.len() < words {
@@ -309,27 +351,89 @@ impl<'a, T: Scalar> SharedMemory<'a, T> {
         Self {
             ptr,
             len,
+            site,
+            races,
             monitor: args.monitor(),
         }
     }
 
     /// The address of element `index`, or `None` (reported) past the end.
+    #[track_caller]
     pub(crate) fn element_ptr(&self, index: u32, store: bool) -> Option<*mut T> {
         if index < self.len {
             Some(self.ptr.wrapping_add(index as usize))
         } else {
-            self.out_of_bounds(index, store);
+            self.out_of_bounds(index, store, Location::caller());
             None
         }
     }
 
     #[cold]
-    fn out_of_bounds(&self, index: u32, store: bool) {
+    fn out_of_bounds(&self, index: u32, store: bool, at: &Location<'_>) {
         let access = if store { "store" } else { "load" };
         self.monitor.kernel_error(&format!(
-            "{access} of a shared array, element {index} of {}",
+            "{access} of a shared array, element {index} of {}, at {at}",
             self.len
         ));
+    }
+
+    /// Notes an access of element `index` by the running unit and reports a race with an
+    /// access of another unit since the last barrier.
+    #[track_caller]
+    fn check_race(&self, index: u32, store: bool) {
+        let at = Location::caller();
+        let conflict = STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            let (epoch, unit) = (state.epoch, state.current.wrapping_add(1));
+            let shadow = state
+                .shadows
+                .get_mut(self.site)?
+                .as_mut()?
+                .get_mut(index as usize)?;
+            if shadow.epoch != epoch {
+                *shadow = Shadow {
+                    epoch,
+                    ..Shadow::default()
+                };
+            }
+            let other_writer = shadow.writer != 0 && shadow.writer != unit;
+            let other_reader = shadow.reader != 0 && shadow.reader != unit;
+            let conflict = if store {
+                (other_writer || other_reader).then(|| {
+                    let other = if other_writer {
+                        shadow.writer
+                    } else {
+                        shadow.reader
+                    };
+                    let verb = if other_writer { "wrote" } else { "read" };
+                    (other, verb)
+                })
+            } else {
+                other_writer.then_some((shadow.writer, "wrote"))
+            };
+            if store {
+                shadow.writer = unit;
+            } else {
+                shadow.reader = match shadow.reader {
+                    0 => unit,
+                    reader if reader == unit => unit,
+                    _ => MANY,
+                };
+            }
+            conflict.map(|(other, verb)| (unit - 1, other, verb))
+        });
+        if let Some((unit, other, verb)) = conflict {
+            let access = if store { "writes" } else { "reads" };
+            let other = if other == MANY {
+                "other units".to_string()
+            } else {
+                format!("unit {}", other - 1)
+            };
+            self.monitor.data_race(&format!(
+                "unit {unit} {access} element {index} of a shared array at {at}, which {other} \
+                 {verb} since the last sync_cube"
+            ));
+        }
     }
 }
 
@@ -342,19 +446,29 @@ impl<T: Scalar> super::Indexable for SharedMemory<'_, T> {
     }
 
     #[inline]
+    #[track_caller]
     fn load(&self, index: u32) -> T {
         match self.element_ptr(index, false) {
-            // SAFETY: in bounds of the site's storage, which lives in this thread's cube
-            // state until the next cube starts (after every unit of this one finished);
-            // only this thread touches it; u64 storage is aligned for every scalar.
-            Some(ptr) => unsafe { T::from_bits(read_bits(ptr)) },
+            Some(ptr) => {
+                if self.races {
+                    self.check_race(index, false);
+                }
+                // SAFETY: in bounds of the site's storage, which lives in this thread's cube
+                // state until the next cube starts (after every unit of this one finished);
+                // only this thread touches it; u64 storage is aligned for every scalar.
+                unsafe { T::from_bits(read_bits(ptr)) }
+            }
             None => T::default(),
         }
     }
 
     #[inline]
+    #[track_caller]
     fn store(&mut self, index: u32, value: T) {
         if let Some(ptr) = self.element_ptr(index, true) {
+            if self.races {
+                self.check_race(index, true);
+            }
             // SAFETY: as in `load`.
             unsafe { ptr.write(value) }
         }

@@ -16,13 +16,19 @@ fn first<const N: usize>(line: u32) -> u32 {
 
 /// `x.line::<N>(i)`: elements `i * N .. i * N + N` of `array`.
 #[inline]
+#[track_caller]
 pub fn load_line<A: Indexable, const N: usize>(array: &A, line: u32) -> [A::Elem; N] {
     let first = first::<N>(line);
-    std::array::from_fn(|k| array.load(first.saturating_add(k as u32)))
+    let mut out = [A::Elem::default(); N];
+    for (k, element) in out.iter_mut().enumerate() {
+        *element = array.load(first.saturating_add(k as u32));
+    }
+    out
 }
 
 /// `y.set_line(i, v)`: stores `value` to elements `i * N .. i * N + N` of `array`.
 #[inline]
+#[track_caller]
 pub fn store_line<A: Indexable, const N: usize>(array: &mut A, line: u32, value: &[A::Elem; N]) {
     let first = first::<N>(line);
     for (k, element) in value.iter().enumerate() {

@@ -133,11 +133,13 @@ pub fn local_array<T: Scalar, const N: usize>(value: T) -> [T; N] {
 }
 /// `x[i]`.
 #[inline]
+#[track_caller]
 pub fn load<A: super::Indexable>(array: &A, index: u32) -> A::Elem {
     array.load(index)
 }
 /// `x[i] = value`.
 #[inline]
+#[track_caller]
 pub fn store<A: super::Indexable>(array: &mut A, index: u32, value: A::Elem) {
     array.store(index, value);
 }

@@ -74,11 +74,13 @@ impl<T: Scalar> Indexable for Tensor<'_, T> {
     }
 
     #[inline]
+    #[track_caller]
     fn load(&self, index: u32) -> T {
         self.array.load(index)
     }
 
     #[inline]
+    #[track_caller]
     fn store(&mut self, index: u32, value: T) {
         self.array.store(index, value);
     }

@@ -194,7 +194,13 @@ impl<R: Runtime> ComputeClient<R> {
             .get_or_build(key, cube_dim, || {
                 R::language_kernel(&definition(), cube_dim)
             })?;
-        self.launch_inner(kernel, count, arguments, ExecutionMode::Checked)
+        // Always bounds-checked; `[compilation] bounds_check = "validate"` selects the slow
+        // checked mode (each finding logged; on the CPU, shared-memory races found too).
+        let mode = match self.utilities.check_mode {
+            BoundsCheckMode::Validate => ExecutionMode::Validate,
+            _ => ExecutionMode::Checked,
+        };
+        self.launch_inner(kernel, count, arguments, mode)
     }
 
     /// Launches `kernel` without bounds checks (unless `[compilation] bounds_check` asks for
