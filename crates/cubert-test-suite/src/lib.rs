@@ -68,6 +68,7 @@ pub mod properties;
 pub mod staging;
 pub mod tensors;
 pub mod tune;
+pub mod write;
 
 pub use backend::{Client, ClientOptions, KernelOf, ResourceOf, TestBackend};
 
@@ -322,6 +323,12 @@ macro_rules! __for_each_suite_test {
                 variant_with_an_undersized_output_is_refused_at_the_call,
                 tuned_standard_ops_compute_the_reference,
             }
+            write {
+                write_replaces_the_bytes_in_stream_order,
+                write_to_a_view_or_range_changes_only_those_bytes,
+                write_tensor_fills_a_strided_region,
+                bad_writes_are_refused_and_change_nothing,
+            }
             ]
             [
             model {
@@ -463,7 +470,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 28] = [
+    const SOURCES: [(&str, &str); 29] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -492,6 +499,7 @@ mod tests {
         ("staging", include_str!("staging.rs")),
         ("tensors", include_str!("tensors.rs")),
         ("tune", include_str!("tune.rs")),
+        ("write", include_str!("write.rs")),
     ];
 
     fn defined_tests() -> Vec<String> {

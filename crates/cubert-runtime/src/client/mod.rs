@@ -6,8 +6,8 @@
 //! helpers). Errors of queued work come back from the next `flush`, `sync` or `read` on the
 //! same stream. Every fallible call returns a `Result`; nothing here panics on bad input.
 //!
-//! The methods are grouped by concern: `create` (uploads and empty memory), `read` (reads
-//! and resources), `launch` (kernels and profiling), `transfer` (moving data between
+//! The methods are grouped by concern: `create` (uploads and empty memory), `write`
+//! (writes into existing memory), `read` (reads and resources), `launch` (kernels and profiling), `transfer` (moving data between
 //! devices), `collective` (all-reduce, send/recv, process groups).
 
 mod collective;
@@ -16,6 +16,7 @@ mod graph;
 mod launch;
 mod read;
 mod transfer;
+mod write;
 
 use crate::device::{Device, DeviceId};
 use crate::device_handle::{self, DeviceHandle, DeviceHandleMode};
