@@ -53,19 +53,21 @@ pub enum Command {
         /// Smaller sizes and counts: a few seconds in all.
         #[arg(long)]
         quick: bool,
-        /// Writes the figures as JSON to this file, and the transfer sweep's plot next to it
-        /// (transfer_sweep.svg).
+        /// Writes the figures as JSON to this file, and the transfer sweep's plot next to it,
+        /// named after it (`run.json` → `run.transfer_sweep.svg`).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Runs one group only.
         #[arg(long, value_enum, value_name = "GROUP")]
         only: Option<Group>,
         /// Allocation trace (`alloc ID SIZE` / `free ID` lines) the trace group replays
-        /// [default: alloc_trace.txt of ../shared/anchors or .anchors, if found].
+        /// [default: `alloc_trace.txt` in `../shared/anchors/` or `.anchors/` of the working
+        /// directory, if there is one; else the trace group is skipped].
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
-        /// A peer figure file in the anchors' JSON format (peers.py, native_anchors.cu
-        /// output) to compare the figures with, as cubert/peer ratios; repeatable.
+        /// A peer figure file to compare the figures with, as cubert/peer ratios; repeatable.
+        /// JSON: `{"tool": NAME, "figures": {FIGURE: {"value": V, "unit": U}}}`, the format
+        /// `--json` writes; figures are matched to cubert's by what they measure.
         #[arg(long, value_name = "FILE")]
         compare: Vec<PathBuf>,
         /// Compares the figures of this earlier `--json` report instead of measuring

@@ -80,12 +80,24 @@ fn print_config(requested: Option<Backend>) {
         DeviceHandleMode::Inline => "inline (work runs on the calling thread)",
     };
     outln!("  device handle mode  {mode}");
-    outln!("  profiling level     {:?}", config.profiling.level);
+    outln!(
+        "  profiling level     {}",
+        spelling(&config.profiling.level)
+    );
     outln!("  logging level       {}", config.logging.level);
     outln!(
-        "  bounds check        {:?}",
-        config.compilation.bounds_check
+        "  bounds check        {}",
+        spelling(&config.compilation.bounds_check)
     );
+}
+
+/// A configuration choice as `cubert.toml` spells it (`disabled`, `auto`), not as Rust
+/// names it.
+fn spelling<T: serde::Serialize + std::fmt::Debug>(choice: &T) -> String {
+    match serde_json::to_value(choice) {
+        Ok(serde_json::Value::String(word)) => word,
+        _ => format!("{choice:?}"),
+    }
 }
 
 /// The CUDA backend: whether a device was found and, if not, why; then each device.

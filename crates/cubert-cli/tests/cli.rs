@@ -120,7 +120,7 @@ fn quick_launch_bench_writes_the_anchor_json_format_and_compares() {
         "{stdout}"
     );
     // No sweep ran: no plot.
-    assert!(!dir.path().join("transfer_sweep.svg").exists());
+    assert!(!dir.path().join("bench.transfer_sweep.svg").exists());
     let report = read_json(&json).unwrap();
     assert_eq!(report["tool"], "cubert");
     assert_eq!(report["backend"], "cpu");

@@ -14,7 +14,7 @@
 //! `--quick` shrinks sizes and counts (the names then carry the actual size, for example
 //! `cubert_h2d_pageable_64MiB`). Big buffers are freed between groups. With `--json FILE`
 //! the report is written there, and the transfer sweep is drawn next to it as
-//! `transfer_sweep.svg`.
+//! `<report>.transfer_sweep.svg` (named after the JSON report).
 //!
 //! Besides the groups, this directory holds what the benchmarks (`cubert bench`, `bench
 //! tune`, `bench collective`) share: `recorder` (figures and failures as they are measured,
@@ -57,8 +57,16 @@ use std::time::{Instant, SystemTime};
 use table::{Align, Table};
 use units::{format_value, size_label};
 
-/// File name of the sweep plot, written next to the JSON report.
-pub const SWEEP_PLOT: &str = "transfer_sweep.svg";
+/// The sweep plot of the JSON report at `json`: beside it, named after it
+/// (`run.json` → `run.transfer_sweep.svg`), so a later run with another report name doesn't
+/// overwrite it.
+pub fn sweep_plot_path(json: &std::path::Path) -> std::path::PathBuf {
+    let stem = json
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bench".to_string());
+    json.with_file_name(format!("{stem}.transfer_sweep.svg"))
+}
 
 /// A group of figures (defined with the command line).
 pub use crate::args::Group;
@@ -250,7 +258,7 @@ fn bench<R: CliRuntime>(
             .cloned()
             .collect();
         if !sweep.is_empty() {
-            let plot_path = path.with_file_name(SWEEP_PLOT);
+            let plot_path = sweep_plot_path(path);
             let title = format!(
                 "cubert transfers, {} ({}), {date}",
                 report.device, report.backend
@@ -283,21 +291,15 @@ fn bench<R: CliRuntime>(
     Ok(failures.len())
 }
 
-/// Prints the figures as a table.
+/// Prints how each figure was measured. The values were printed once each, as measured
+/// (`name value unit`, the anchors' format); this table doesn't repeat them.
 fn print_figures(figures: &[Figure]) {
     let mut table = Table::new(&[
         ("figure", Align::Left),
-        ("value", Align::Right),
-        ("unit", Align::Left),
-        ("note", Align::Left),
+        ("how it was measured", Align::Left),
     ]);
     for figure in figures {
-        table.row(vec![
-            figure.name.clone(),
-            format_value(figure.value),
-            figure.unit.clone(),
-            figure.note.clone(),
-        ]);
+        table.row(vec![figure.name.clone(), figure.note.clone()]);
     }
     if table.is_empty() {
         outln!("no figures");
