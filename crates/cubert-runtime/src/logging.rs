@@ -56,8 +56,18 @@ pub struct ProfileSummary {
     pub failures: u64,
 }
 
-fn micros(duration: Duration) -> String {
-    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+/// A duration in the unit that keeps it short: `850.0 ns`, `12.3 µs`, `148.8 ms`, `2.50 s`.
+fn human_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.1} ms", seconds * 1e3)
+    } else if seconds >= 1e-6 {
+        format!("{:.1} µs", seconds * 1e6)
+    } else {
+        format!("{:.1} ns", seconds * 1e9)
+    }
 }
 
 impl fmt::Display for ProfileSummary {
@@ -88,10 +98,10 @@ impl fmt::Display for ProfileSummary {
                     "{:<width$}  {:>8}  {:>12}  {:>12}  {:>12}  {:>12}  {:>5.1}%",
                     kernel.name,
                     kernel.launches,
-                    micros(kernel.total),
-                    micros(kernel.mean()),
-                    micros(kernel.min),
-                    micros(kernel.max),
+                    human_duration(kernel.total),
+                    human_duration(kernel.mean()),
+                    human_duration(kernel.min),
+                    human_duration(kernel.max),
                     share
                 )?;
             }
@@ -380,6 +390,15 @@ pub fn init_logging(config: &LoggingConfig) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn durations_print_in_the_unit_that_keeps_them_short() {
+        assert_eq!(human_duration(Duration::from_nanos(850)), "850.0 ns");
+        assert_eq!(human_duration(Duration::from_micros(12)), "12.0 µs");
+        assert_eq!(human_duration(Duration::from_micros(148_758)), "148.8 ms");
+        assert_eq!(human_duration(Duration::from_millis(2_500)), "2.50 s");
+    }
+
     use super::*;
     use crate::properties::TimingMethod;
     use std::time::Instant;
