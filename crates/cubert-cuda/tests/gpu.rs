@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod differential;
 
 use common::{SCALE, TMA_TILE_COPY};
 use cubert_cuda::{ArgsCapacity, CudaDevice, CudaKernel, CudaRuntime, CudaServer};
