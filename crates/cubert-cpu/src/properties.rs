@@ -48,8 +48,9 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
         name: format!("CPU device {index} ({threads} worker threads)"),
         hardware: HardwareProperties {
             load_width: 256,
-            plane_size_min: 1,
-            plane_size_max: 1,
+            // Kernels of the language run planes of 32 units (`lang::native::PLANE_DIM`).
+            plane_size_min: cubert_lang::native::PLANE_DIM,
+            plane_size_max: cubert_lang::native::PLANE_DIM,
             max_bindings: 64,
             max_shared_memory_size: config.max_shared_memory as usize,
             max_cube_count: (i32::MAX as u32, 65_535, 65_535),
@@ -68,11 +69,14 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
         },
         features: Features {
             types: ElemType::ALL.into_iter().collect(),
-            plane: false,
+            // Plane operations of the language (units of a cube run as coroutines).
+            plane: true,
             tma: false,
             graphs: false,
-            peer_to_peer: false,
-            collectives: false,
+            // Virtual devices share the process's memory: `to_client` copies directly.
+            peer_to_peer: true,
+            // All-reduce, send/recv and process groups between CPU devices.
+            collectives: true,
         },
         timing_method: TimingMethod::System,
     }

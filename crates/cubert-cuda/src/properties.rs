@@ -84,13 +84,23 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             plane: true,
             tma: major >= 9,
             graphs: true,
-            peer_to_peer: false,
-            collectives: false,
+            peer_to_peer: reaches_a_peer(dev),
+            collectives: crate::nccl::nccl_status().is_ok(),
         },
         timing_method: TimingMethod::Device,
     };
     Ok(CudaDeviceInfo {
         properties,
         l2_cache_bytes: l2,
+    })
+}
+
+/// Whether GPU `dev` can copy directly to or from another GPU of this machine
+/// (`cuDeviceCanAccessPeer` with any other device).
+fn reaches_a_peer(dev: CUdevice) -> bool {
+    let count = crate::device_count();
+    (0..count).any(|ordinal| match device::get(ordinal) {
+        Ok(other) if other != dev => device::can_access_peer(dev, other).unwrap_or(false),
+        _ => false,
     })
 }

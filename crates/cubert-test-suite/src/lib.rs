@@ -303,6 +303,7 @@ macro_rules! __for_each_suite_test {
                 pitch_alignment_option_is_reported_in_properties,
                 enumerate_devices_lists_the_client_device,
                 io_optimized_vector_sizes_are_halving_powers_of_two,
+                feature_flags_say_what_works,
             }
             config {
                 malformed_config_keys_warn_with_file_and_key_and_use_defaults,

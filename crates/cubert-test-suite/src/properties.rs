@@ -90,3 +90,66 @@ pub fn io_optimized_vector_sizes_are_halving_powers_of_two<B: TestBackend>() {
         }
     }
 }
+
+/// Sums each plane's values (for the feature test).
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn plane_totals(
+    x: &cubert_runtime::lang::native::Array<u32>,
+    out: &mut cubert_runtime::lang::native::Array<u32>,
+) {
+    let i = ABSOLUTE_POS;
+    out[i] = plane_sum(x[i]) * 1000 + PLANE_DIM;
+}
+
+/// Each feature flag says what works: with `plane`, plane operations run over planes of the
+/// advertised width (`plane_size_max`); with `collectives`, an all-reduce over a group of
+/// this one device runs (without, it is refused).
+pub fn feature_flags_say_what_works<B: TestBackend>() {
+    let client = client::<B>();
+    let features = client.features().clone();
+    let width = client.properties().hardware.plane_size_max;
+    if features.plane {
+        let x: Vec<u32> = (0..64).collect();
+        let xs = client
+            .create(cubert_runtime::Bytes::from_elems(x.clone()))
+            .unwrap();
+        let out = client.empty(64 * 4).unwrap();
+        plane_totals::launch::<B::R>(
+            &client,
+            cubert_runtime::CubeCount::Static(1, 1, 1),
+            cubert_runtime::CubeDim::new_1d(64),
+            &xs,
+            &out,
+        )
+        .unwrap();
+        let got = client.read_one(out).unwrap().to_elems::<u32>();
+        let want: Vec<u32> = x
+            .chunks(width as usize)
+            .flat_map(|plane| {
+                let total: u32 = plane.iter().sum();
+                vec![total * 1000 + width; plane.len()]
+            })
+            .collect();
+        assert_eq!(got, want, "planes of {width}");
+    }
+    let _lock = crate::collectives::collective_lock();
+    let values = vec![3i32; 100];
+    let src = client
+        .create(cubert_runtime::Bytes::from_elems(values.clone()))
+        .unwrap();
+    let dst = client.empty(400).unwrap();
+    let reduced = client.all_reduce(
+        src,
+        dst.clone(),
+        ElemType::I32,
+        vec![client.device_id()],
+        cubert_runtime::server::ReduceOperation::Sum,
+    );
+    if features.collectives {
+        reduced.unwrap();
+        client.sync_collective().unwrap();
+        assert_eq!(client.read_one(dst).unwrap().to_elems::<i32>(), values);
+    } else {
+        assert!(reduced.is_err(), "collectives are said to be missing");
+    }
+}
