@@ -168,3 +168,31 @@ pub fn is_blocking_reports_the_device_handle_mode<B: TestBackend>() {
         assert_eq!(client.device_handle().mode(), mode);
     }
 }
+
+/// `read_one_unchecked` returns the bytes; its tensor form panics, naming the error, on a
+/// descriptor that leaves the memory (the `_unchecked` reads panic instead of returning).
+pub fn unchecked_reads_return_the_bytes_and_panic_on_failure<B: TestBackend>() {
+    let client = crate::support::client::<B>();
+    let handle = client.create(Bytes::from_elems(vec![7u16; 10])).unwrap();
+    assert_eq!(
+        client.read_one_unchecked(handle.clone()).to_elems::<u16>(),
+        vec![7u16; 10]
+    );
+    let outside = handle.copy_descriptor([4, 4], [8, 1], 2);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        client.read_one_unchecked_tensor(outside)
+    }));
+    let message = panicked.expect_err("a read outside the memory panics");
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("read_one_unchecked_tensor"), "{text}");
+    client.sync().unwrap();
+}
+
+/// `properties_mut` gives nothing while the properties are shared (the server holds them).
+pub fn properties_mut_is_none_while_the_properties_are_shared<B: TestBackend>() {
+    let mut client = crate::support::client::<B>();
+    assert!(client.properties_mut().is_none());
+}

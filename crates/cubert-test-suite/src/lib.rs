@@ -82,6 +82,8 @@ macro_rules! __for_each_suite_test {
         $crate::$callback! { $($args)* ;
             [
             create_read {
+                unchecked_reads_return_the_bytes_and_panic_on_failure,
+                properties_mut_is_none_while_the_properties_are_shared,
                 create_then_read_returns_the_same_bytes_threaded,
                 create_then_read_returns_the_same_bytes_inline,
                 read_async_futures_resolve_to_the_created_bytes_threaded,

@@ -140,6 +140,14 @@ impl<R: Runtime> ComputeClient<R> {
         &self.utilities.properties
     }
 
+    /// The device's properties to change (a test pretending a smaller device, a lower
+    /// limit), or `None` while anything else shares them: the server and every other clone
+    /// of the client hold them too, so this is `Some` only for a client that owns them alone
+    /// (as in the spec, which keeps it for private use).
+    pub fn properties_mut(&mut self) -> Option<&mut DeviceProperties> {
+        Arc::get_mut(&mut self.utilities).map(|utilities| &mut utilities.properties)
+    }
+
     /// The device's optional features.
     pub fn features(&self) -> &Features {
         &self.utilities.properties.features

@@ -76,6 +76,32 @@ impl<R: Runtime> ComputeClient<R> {
             .ok_or_else(|| ServerError::generic("the server returned no bytes"))
     }
 
+    /// Reads one handle's bytes, panicking on failure: for tests and examples, where a
+    /// failed read is a bug. Everywhere else use [`Self::read_one`].
+    ///
+    /// # Panics
+    /// If the read fails (the errors of [`Self::read`]), with the error's message.
+    #[allow(clippy::panic)] // the `_unchecked` reads are the spec's panicking convenience
+    pub fn read_one_unchecked(&self, handle: Handle) -> Bytes {
+        match self.read_one(handle) {
+            Ok(bytes) => bytes,
+            Err(error) => panic!("read_one_unchecked: {error}"),
+        }
+    }
+
+    /// Reads one tensor as dense bytes, panicking on failure (see
+    /// [`Self::read_one_unchecked`]).
+    ///
+    /// # Panics
+    /// If the read fails (the errors of [`Self::read_tensor`]), with the error's message.
+    #[allow(clippy::panic)] // as `read_one_unchecked`
+    pub fn read_one_unchecked_tensor(&self, descriptor: CopyDescriptor) -> Bytes {
+        match self.read_one_tensor(descriptor) {
+            Ok(bytes) => bytes,
+            Err(error) => panic!("read_one_unchecked_tensor: {error}"),
+        }
+    }
+
     /// Reads tensors as dense row-major bytes, as a future. The strides must be those the
     /// tensor was created with (or any that stay inside its buffer).
     pub fn read_tensor_async(
