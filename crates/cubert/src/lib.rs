@@ -143,6 +143,7 @@
 //! ([`cpu::CpuKernel`]) and CUDA C++, PTX or cubin on GPUs (`cuda::CudaKernel`).
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
 
@@ -161,8 +162,10 @@ pub use cubert_cpu::{CpuDevice, CpuRuntime};
 
 /// The CUDA backend (NVIDIA GPUs).
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cubert_cuda as cuda;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cubert_cuda::{CudaDevice, CudaRuntime};
 
 /// The client of the embedded default device: CPU device 0. To honour the configuration
