@@ -6,17 +6,26 @@
 //! helpers). Errors of queued work come back from the next `flush`, `sync` or `read` on the
 //! same stream. Every fallible call returns a `Result`; nothing here panics on bad input.
 //!
-//! The methods are grouped by concern: `create` (uploads and empty memory), `write`
-//! (writes into existing memory), `read` (reads and resources), `launch` (kernels and profiling), `transfer` (moving data between
-//! devices), `collective` (all-reduce, send/recv, process groups).
+//! The methods are grouped by concern, one file each, declared in the order a user meets
+//! them (rustdoc lists the groups in this order): `create` (uploads and empty memory),
+//! `write` (writes into existing memory), `read` (reads and resources), `launch` (kernels
+//! and profiling), `graph` (capture and replay), `transfer` (moving data between devices),
+//! `collective` (all-reduce, send/recv, process groups).
 
-mod collective;
+// One group per line, in the order above (not sorted: rustdoc shows them in this order).
 mod create;
-mod graph;
-mod launch;
-mod read;
-mod transfer;
+// Writes into existing memory.
 mod write;
+// Reads.
+mod read;
+// Launches and profiling.
+mod launch;
+// Graphs.
+mod graph;
+// Moving data between devices.
+mod transfer;
+// Collectives.
+mod collective;
 
 use crate::device::{Device, DeviceId};
 use crate::device_handle::{self, DeviceHandle, DeviceHandleMode};
