@@ -12,7 +12,7 @@
 //! `CUBERT_KERNEL_DUMP=dir` writes each generated source to `dir/<entry>.cu`.
 
 mod cooperative;
-mod cuda_type;
+pub(crate) mod cuda_type;
 mod generate;
 mod line;
 

@@ -29,21 +29,12 @@ pub const STANDARD_ARGS: ArgsCapacity = ArgsCapacity::new(4, 4);
 /// Side of the matmul output tile (units per cube: `TILE × TILE`).
 pub const TILE: u32 = 16;
 
-/// The CUDA C++ type of an element type (booleans are bytes).
+/// The CUDA C++ type of an element type (booleans are bytes): the language generator's
+/// names, except that the standard kernels move booleans as `unsigned char`.
 pub fn cuda_type(elem: ElemType) -> &'static str {
     match elem {
-        ElemType::F16 => "cubert::f16",
-        ElemType::BF16 => "cubert::bf16",
-        ElemType::F32 => "float",
-        ElemType::F64 => "double",
-        ElemType::I8 => "signed char",
-        ElemType::I16 => "short",
-        ElemType::I32 => "int",
-        ElemType::I64 => "long long",
-        ElemType::U8 | ElemType::Bool => "unsigned char",
-        ElemType::U16 => "unsigned short",
-        ElemType::U32 => "unsigned int",
-        ElemType::U64 => "unsigned long long",
+        ElemType::Bool => "unsigned char",
+        other => crate::lang::cuda_type::name(other),
     }
 }
 
