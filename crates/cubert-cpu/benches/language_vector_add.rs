@@ -13,6 +13,10 @@
 //!   device 0 over `n / 256` cubes of 256 units, then `sync`. The buffers are created once,
 //!   outside the timing loop, so an iteration is one launch (bounds-checked, as every
 //!   `#[kernel]` launch is) and one round trip to the device's runner;
+//! - `language_cpu_queued`: the same launches back to back, one `sync` after the last
+//!   (criterion's iteration count of them), so an iteration is one launch's share of the
+//!   work without the round trip to the caller: the kernel's throughput, as a GPU
+//!   benchmark's device time measures it;
 //! - `rust_loop_1_thread`: `for i in 0..n { out[i] = a[i] + b[i] }` over `&[f32]`s on the
 //!   calling thread (the compiler hoists the bounds checks and vectorizes it);
 //! - `rust_loop_<t>_threads`: the same loop over 64 Ki-element chunks with rayon's
@@ -33,7 +37,7 @@ use cubert_runtime::{Bytes, ComputeClient, CubeCount, CubeDim, Handle};
 use rayon::prelude::*;
 use std::fmt::Display;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Units per cube of the language launch.
 const CUBE: u32 = 256;
@@ -116,6 +120,24 @@ impl OnDevice {
 
     /// One launch of the language kernel, and `sync`.
     fn add(&self) {
+        self.launch();
+        if let Err(error) = self.client.sync() {
+            fail("sync", error);
+        }
+    }
+
+    /// `count` launches back to back, then one `sync`.
+    fn add_queued(&self, count: u64) {
+        for _ in 0..count {
+            self.launch();
+        }
+        if let Err(error) = self.client.sync() {
+            fail("sync", error);
+        }
+    }
+
+    /// One launch of the language kernel.
+    fn launch(&self) {
         let cubes = u32::try_from(self.len.div_ceil(CUBE as usize))
             .unwrap_or_else(|error| fail("cube count", error));
         if let Err(error) = vector_add::launch::<CpuRuntime>(
@@ -127,9 +149,6 @@ impl OnDevice {
             &self.out,
         ) {
             fail("launch", error);
-        }
-        if let Err(error) = self.client.sync() {
-            fail("sync", error);
         }
     }
 
@@ -187,6 +206,13 @@ fn language_vector_add(c: &mut Criterion) {
         group.warm_up_time(Duration::from_millis(500));
         group.measurement_time(Duration::from_secs(3));
         group.bench_function("language_cpu", |bench| bench.iter(|| device.add()));
+        group.bench_function("language_cpu_queued", |bench| {
+            bench.iter_custom(|iterations| {
+                let start = Instant::now();
+                device.add_queued(iterations);
+                start.elapsed()
+            })
+        });
         group.bench_function("rust_loop_1_thread", |bench| {
             bench.iter(|| add_loop(black_box(&a), black_box(&b), black_box(&mut out)))
         });

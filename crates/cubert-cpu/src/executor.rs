@@ -48,7 +48,18 @@ pub fn execute(
     let shared_bytes = kernel.shared_memory_bytes();
     let shared_words = shared_bytes.div_ceil(16);
     let cube_dim = kernel.cube_dim();
-    let run_cube = |index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
+    // Kernels that take runs of cubes get, on a one-dimensional grid, runs of `run` cubes:
+    // about eight per worker thread, so that threads that finish early take more.
+    let run = if kernel.takes_cube_runs() && y == 1 && z == 1 && shared_bytes == 0 {
+        let threads = pool.current_num_threads().max(1) as u64;
+        (total / (threads * 8)).clamp(1, u64::from(u32::MAX))
+    } else {
+        1
+    };
+    let runs = total.div_ceil(run);
+    let run_cube = |run_index: u64, scratch: &mut Vec<u128>| -> Result<(), KernelError> {
+        let index = run_index * run;
+        let cubes = run.min(total - index) as u32;
         if checker.gave_up() {
             return Err(KernelError::new(
                 "cut short after too many out-of-bounds accesses",
@@ -69,6 +80,7 @@ pub fn execute(
         scratch.resize(shared_words, 0);
         let mut ctx = CubeContext {
             cube_pos: (cube_x, cube_y, cube_z),
+            cubes,
             cube_count: count,
             cube_dim,
             buffers,
@@ -80,13 +92,13 @@ pub fn execute(
         kernel.run(&mut ctx)
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        if total == 1 || pool.current_num_threads() <= 1 {
+        if runs == 1 || pool.current_num_threads() <= 1 {
             let mut scratch = Vec::new();
-            (0..total).try_for_each(|index| run_cube(index, &mut scratch))
+            (0..runs).try_for_each(|index| run_cube(index, &mut scratch))
         } else {
             let scope = TaskScope::current();
             pool.install(|| {
-                (0..total).into_par_iter().try_for_each_init(
+                (0..runs).into_par_iter().try_for_each_init(
                     || (scope.enter(), Vec::new()),
                     |(_, scratch), index| run_cube(index, scratch),
                 )

@@ -182,3 +182,90 @@ fn races_are_only_looked_for_in_validate_mode() {
         .sync()
         .expect("the fast checked mode doesn't track shared accesses");
 }
+
+// Kernels whose units touch only their own elements run over plain accesses where the
+// launch's buffers hold every unit's elements (`lang::native::exclusive`); the runs of
+// cubes that overrun a buffer take the checked path, so results and reports stay the same.
+
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn add_one_unguarded(a: &Array<u32>, out: &mut Array<u32>) {
+    let i = ABSOLUTE_POS;
+    out[i] = a[i] + 1; // planted: elementwise out of bounds
+}
+
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn add_one_by_lines(a: &Array<u32>, out: &mut Array<u32>, lines: u32) {
+    let i = ABSOLUTE_POS;
+    if i < lines {
+        let x = a.line::<4>(i);
+        let mut y = x;
+        for k in 0..4u32 {
+            y[k] = x[k] + 1;
+        }
+        out.set_line(i, y);
+    }
+}
+
+fn counting(client: &ComputeClient<CpuRuntime>, len: u32) -> Handle {
+    client
+        .create(Bytes::from_elems((0..len).collect::<Vec<u32>>()))
+        .unwrap()
+}
+
+#[test]
+fn elementwise_kernel_overrunning_its_buffers_writes_the_rest_and_reports_the_overrun() {
+    let client = client(BoundsCheckMode::Auto);
+    // 64 cubes of 32 units over 2000 elements: the last run of cubes overruns.
+    let (a, out) = (counting(&client, 2000), zeros(&client, 2000));
+    add_one_unguarded::launch::<CpuRuntime>(
+        &client,
+        CubeCount::Static(64, 1, 1),
+        CubeDim::new_1d(32),
+        &a,
+        &out,
+    )
+    .unwrap();
+    match client.sync() {
+        Err(ServerError::OutOfBounds {
+            kernel,
+            accesses,
+            first,
+            ..
+        }) => {
+            assert!(kernel.contains("add_one_unguarded"), "{kernel}");
+            assert_eq!(
+                accesses,
+                2 * (64 * 32 - 2000),
+                "a load and a store per unit"
+            );
+            let line = planted("planted: elementwise out of bounds");
+            assert!(first.contains(&line), "`{first}` names {line}");
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    let got = client.read_one(out).unwrap().to_elems::<u32>();
+    assert_eq!(got, (1..=2000).collect::<Vec<u32>>());
+}
+
+#[test]
+fn elementwise_kernel_with_lines_gives_every_element_when_the_grid_overhangs() {
+    let client = client(BoundsCheckMode::Auto);
+    for len in [1000u32, 1 << 16] {
+        let lines = len / 4;
+        let (a, out) = (counting(&client, len), zeros(&client, len as usize));
+        // Cubes of 32 units rounded up past the last line.
+        let cubes = lines.div_ceil(32) + 1;
+        add_one_by_lines::launch::<CpuRuntime>(
+            &client,
+            CubeCount::Static(cubes, 1, 1),
+            CubeDim::new_1d(32),
+            &a,
+            &out,
+            lines,
+        )
+        .unwrap();
+        client.sync().unwrap();
+        let got = client.read_one(out).unwrap().to_elems::<u32>();
+        assert_eq!(got, (1..=len).collect::<Vec<u32>>(), "{len} elements");
+    }
+}

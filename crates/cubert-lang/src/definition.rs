@@ -12,9 +12,11 @@ use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
-/// The native function of a kernel: runs every unit of the cube its `Unit` argument
-/// places (see [`crate::native::run_cube`]).
-pub type NativeKernel = Arc<dyn Fn(&Unit, &Args<'_>) + Send + Sync>;
+/// The native function of a kernel: runs every unit of `cubes` consecutive cubes along x,
+/// the first placed by its `Unit` argument (see [`crate::native::run_cube`]). Backends
+/// pass runs of more than one cube only for grids of one dimension and kernels that aren't
+/// cooperative ([`crate::ir::Kernel::is_cooperative`]), whose cubes share no state.
+pub type NativeKernel = Arc<dyn Fn(&Unit, u32, &Args<'_>) + Send + Sync>;
 
 /// Identifies one specialization of a kernel: the kernel and its generic types (through
 /// the `TypeId` of a marker type the macro makes per kernel) and the bits of its
@@ -87,7 +89,7 @@ impl KernelDefinition {
         self.ir.as_ref()
     }
 
-    /// The native function (runs one cube).
+    /// The native function (runs a run of cubes).
     pub fn native(&self) -> &NativeKernel {
         &self.native
     }

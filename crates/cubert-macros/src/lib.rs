@@ -7,9 +7,11 @@
 //! what is supported. `docs/kernel-language.md` in the repository describes the language.
 //!
 //! Modules: `signature` (the parameters and what they become), `body` (statements and
-//! expressions in both forms), `output` (the generated module).
+//! expressions in both forms), `exclusive` (whether units touch only their own elements:
+//! the CPU's fast path), `output` (the generated module).
 
 mod body;
+mod exclusive;
 mod output;
 mod signature;
 

@@ -6,6 +6,7 @@
 //! (both, for one specialization) and `launch` (generic over the runtime).
 
 use crate::body::{Context, Mode};
+use crate::exclusive;
 use crate::signature::{self, ParamKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -63,6 +64,23 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         shared_sites: std::cell::Cell::new(0),
     };
     let native_body = context(Mode::Native).block(&function.block)?;
+    let array_names: HashSet<String> = signature
+        .params
+        .iter()
+        .filter(|param| matches!(param.kind, ParamKind::Array { .. }))
+        .map(|param| param.name.to_string())
+        .collect();
+    let param_names: HashSet<String> = signature
+        .params
+        .iter()
+        .map(|param| param.name.to_string())
+        .collect();
+    let has_tensors = signature
+        .params
+        .iter()
+        .any(|param| matches!(param.kind, ParamKind::Tensor { .. }));
+    let exclusive_width =
+        exclusive::line_width(&function.block, &array_names, &param_names, has_tensors);
     let expand_body = context(Mode::Expand).block(&function.block)?;
 
     let (impl_generics, _, where_clause) = signature.generics.split_for_impl();
@@ -76,6 +94,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
     // Parameter handling, in declaration order.
     let mut native_setup = TokenStream::new();
+    let mut exclusive_setup = TokenStream::new();
+    let mut exclusive_params = Vec::new();
     let mut expand_setup = TokenStream::new();
     let mut comptime_params = Vec::new();
     let mut comptime_names = Vec::new();
@@ -98,6 +118,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 let native_mut = mutable.then(|| quote!(mut));
                 native_setup.extend(quote! {
                     let #native_mut #ident = __cubert_args.array::<#elem>(#slot);
+                });
+                exclusive_setup.extend(quote! {
+                    let #native_mut #ident = unsafe { __cubert_args.exclusive_array::<#elem>(#slot) };
+                });
+                exclusive_params.push(quote! {
+                    #lang::native::ExclusiveParam {
+                        slot: #slot,
+                        elem_size: ::core::mem::size_of::<#elem>(),
+                        written: #mutable,
+                    }
                 });
                 expand_setup.extend(quote! {
                     let #ident = #lang::expand::ArrayVal::<#elem>::param(#mutable);
@@ -123,9 +153,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 tensor += 1;
             }
             ParamKind::Scalar(ty) => {
-                native_setup.extend(quote! {
+                let read = quote! {
                     let #mutability #ident: #ty = __cubert_args.scalar::<#ty>(#word);
-                });
+                };
+                native_setup.extend(read.clone());
+                exclusive_setup.extend(read);
                 // A `mut` parameter becomes a variable the body can assign.
                 let label = ident.to_string();
                 expand_setup.extend(if param.mutable {
@@ -168,6 +200,37 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
          compile fails) or the launch is refused (cube dim, cube count, bindings)."
     );
     let marker = format_ident!("Kernel");
+    // Kernels whose units touch only their own elements also get a body over plain
+    // accesses, run where the launch's ranges allow (`crate::exclusive`).
+    let (exclusive_fn, exclusive_branch) = match exclusive_width {
+        Some(width) => (
+            quote! {
+                /// The body over plain accesses: runs one unit of a cube run that
+                /// `exclusive_cubes` accepted (the macro proved every array access is at
+                /// the unit's own line).
+                #[inline(always)]
+                #[allow(clippy::undocumented_unsafe_blocks)]
+                fn native_exclusive #impl_generics (
+                    __cubert_unit: &#lang::native::ExclusiveUnit,
+                    __cubert_args: &#lang::native::Args<'_>,
+                    #(#comptime_params),*
+                ) #where_clause {
+                    #exclusive_setup
+                    #native_body
+                }
+            },
+            quote! {
+                else if let ::core::option::Option::Some(run) = #lang::native::exclusive_cubes(
+                    first, cubes, args, #width, &[#(#exclusive_params),*],
+                ) {
+                    run.run(first, args, #width, |unit, args| {
+                        native_exclusive #turbofish (unit, args, #(#comptime_names),*)
+                    });
+                }
+            },
+        ),
+        None => (TokenStream::new(), TokenStream::new()),
+    };
     // The signature's types as the user wrote them, resolved in the user's scope: an
     // `Array` or `Float` not imported is the error rustc would give for a plain function,
     // and the imports the signature needs count as used.
@@ -215,6 +278,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 #native_body
             }
 
+            #exclusive_fn
+
             /// The body as an expansion: records the IR.
             fn expand #impl_generics (#(#comptime_params),*) #where_clause {
                 #expand_setup
@@ -235,15 +300,22 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 // coroutines; the others one after the other.
                 let cooperative = ir.as_ref().is_ok_and(|kernel| kernel.is_cooperative());
                 let native: #lang::NativeKernel = ::std::sync::Arc::new(
-                    move |cube: &#lang::native::Unit, args: &#lang::native::Args<'_>| {
+                    move |first: &#lang::native::Unit, cubes: u32, args: &#lang::native::Args<'_>| {
+                        let mut cube = *first;
                         if cooperative {
-                            #lang::native::run_cube_cooperative(cube, args, |unit| {
-                                native #turbofish (unit, args, #(#comptime_names),*)
-                            })
-                        } else {
-                            #lang::native::run_cube(cube, args, |unit| {
-                                native #turbofish (unit, args, #(#comptime_names),*)
-                            })
+                            for step in 0..cubes {
+                                cube.cube_pos.0 = first.cube_pos.0.wrapping_add(step);
+                                #lang::native::run_cube_cooperative(&cube, args, |unit| {
+                                    native #turbofish (unit, args, #(#comptime_names),*)
+                                });
+                            }
+                        } #exclusive_branch else {
+                            for step in 0..cubes {
+                                cube.cube_pos.0 = first.cube_pos.0.wrapping_add(step);
+                                #lang::native::run_cube(&cube, args, |unit| {
+                                    native #turbofish (unit, args, #(#comptime_names),*)
+                                });
+                            }
                         }
                     },
                 );

@@ -33,6 +33,9 @@ pub struct UnitPos {
 /// The running cube's view of a launch. See the module docs.
 pub struct CubeContext<'a> {
     pub(crate) cube_pos: (u32, u32, u32),
+    /// Cubes this call runs: `cube_pos` and the next ones along x. 1, except for kernels
+    /// that take runs of cubes ([`super::CpuKernel::takes_cube_runs`]).
+    pub(crate) cubes: u32,
     pub(crate) cube_count: (u32, u32, u32),
     pub(crate) cube_dim: CubeDim,
     pub(crate) buffers: &'a [RawArray],

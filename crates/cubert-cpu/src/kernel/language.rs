@@ -3,7 +3,10 @@
 //! The macro already wrote the kernel as Rust and rustc compiled it with the user's crate;
 //! here each cube of a launch calls it with the launch's buffers, scalars and access
 //! checker. Out-of-bounds accesses go to the launch's [`AccessChecker`], so the execution
-//! modes behave as for every CPU kernel.
+//! modes behave as for every CPU kernel. Kernels whose cubes don't cooperate take runs of
+//! cubes per call ([`CpuKernel::with_cube_runs`]), so a launch of many small cubes pays
+//! one call per run, and an exclusive body (`lang::native::exclusive`) loops over the
+//! whole run's elements.
 
 use super::access::AccessChecker;
 use super::{CpuKernel, KernelError};
@@ -50,6 +53,7 @@ impl AccessMonitor for AccessChecker {
 /// themselves live in the worker thread's cube state, `lang::native::SharedMemory`).
 pub fn language_kernel(definition: &KernelDefinition, cube_dim: CubeDim) -> CpuKernel {
     let native = definition.native().clone();
+    let cooperative = definition.ir().is_ok_and(|kernel| kernel.is_cooperative());
     let shared = definition
         .ir()
         .map(|kernel| kernel.shared_memory_bytes())
@@ -65,12 +69,15 @@ pub fn language_kernel(definition: &KernelDefinition, cube_dim: CubeDim) -> CpuK
             cube_dim: (cube_dim.x, cube_dim.y, cube_dim.z),
             cube_count: ctx.cube_count,
         };
-        native(&cube, &args);
+        native(&cube, ctx.cubes, &args);
         Ok::<(), KernelError>(())
     });
     if shared > 0 {
         kernel.with_shared_memory(shared)
-    } else {
+    } else if cooperative {
         kernel
+    } else {
+        // Cubes that don't cooperate share nothing: a call may run many.
+        kernel.with_cube_runs()
     }
 }

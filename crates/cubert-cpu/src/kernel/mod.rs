@@ -75,6 +75,7 @@ struct KernelInner {
     id: KernelId,
     cube_dim: CubeDim,
     shared_memory: usize,
+    takes_cube_runs: bool,
     function: Arc<KernelFn>,
 }
 
@@ -105,6 +106,7 @@ impl CpuKernel {
                 name,
                 cube_dim,
                 shared_memory: 0,
+                takes_cube_runs: false,
                 function: Arc::new(function),
             }),
         }
@@ -127,9 +129,37 @@ impl CpuKernel {
                 id: kernel_id(&self.inner.name, cube_dim, shared_memory),
                 cube_dim,
                 shared_memory,
+                takes_cube_runs: self.inner.takes_cube_runs,
                 function: self.inner.function.clone(),
             }),
         }
+    }
+
+    /// The same kernel, whose function runs every cube of a run: the cube at
+    /// `ctx.cube_pos` and the `ctx.cubes - 1` next ones along x. The executor then hands
+    /// it runs of cubes of one-dimensional grids, which saves the per-cube call for
+    /// kernels with little work per cube.
+    pub(crate) fn with_cube_runs(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.takes_cube_runs = true;
+            self
+        } else {
+            Self {
+                inner: Arc::new(KernelInner {
+                    name: self.inner.name.clone(),
+                    id: self.inner.id.clone(),
+                    cube_dim: self.inner.cube_dim,
+                    shared_memory: self.inner.shared_memory,
+                    takes_cube_runs: true,
+                    function: self.inner.function.clone(),
+                }),
+            }
+        }
+    }
+
+    /// Whether the function runs runs of cubes (see [`Self::with_cube_runs`]).
+    pub(crate) fn takes_cube_runs(&self) -> bool {
+        self.inner.takes_cube_runs
     }
 
     /// Runs the kernel's function for one cube.

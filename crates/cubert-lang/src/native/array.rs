@@ -57,7 +57,7 @@ unsafe impl Sync for RawArray {}
 impl RawArray {
     /// No buffer: zero bytes at an address aligned for every scalar type, so the array made
     /// of it is empty (every access reports out of bounds) and never dereferenced.
-    const MISSING: Self = Self {
+    pub(crate) const MISSING: Self = Self {
         ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(),
         len: 0,
     };
@@ -84,6 +84,9 @@ pub struct Args<'a> {
     buffers: &'a [RawArray],
     info: &'a [u64],
     monitor: &'a dyn AccessMonitor,
+    /// Elements every array holds, for the run of an exclusive body (`super::exclusive`);
+    /// 0 otherwise.
+    pub(crate) exclusive_end: u64,
 }
 
 impl<'a> Args<'a> {
@@ -110,6 +113,7 @@ impl<'a> Args<'a> {
             buffers,
             info,
             monitor,
+            exclusive_end: 0,
         }
     }
 
@@ -133,6 +137,16 @@ impl<'a> Args<'a> {
             slot,
             monitor: self.monitor,
             _marker: PhantomData,
+        }
+    }
+
+    /// Buffer `slot`, if the launch has it.
+    #[inline(always)]
+    pub fn raw(&self, slot: usize) -> Option<RawArray> {
+        match self.arrays.get(slot) {
+            Some(raw) if slot < self.buffers.len() => Some(*raw),
+            Some(_) => None,
+            None => self.buffers.get(slot).copied(),
         }
     }
 

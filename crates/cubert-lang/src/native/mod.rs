@@ -12,6 +12,7 @@
 mod array;
 mod atomic;
 mod cooperative;
+mod exclusive;
 mod line;
 mod ops;
 mod tensor;
@@ -23,6 +24,7 @@ pub use cooperative::{
     PLANE_DIM, SharedMemory, plane_all, plane_any, plane_broadcast, plane_max, plane_min,
     plane_shuffle, plane_sum, run_cube_cooperative, shared_array, sync_cube,
 };
+pub use exclusive::{ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, exclusive_cubes};
 pub use line::{load_line, store_line};
 pub use ops::*;
 pub use tensor::{Tensor, rank, shape, stride};

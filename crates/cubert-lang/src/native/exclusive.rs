@@ -1,0 +1,356 @@
+//! The CPU's fast path for kernels whose units each touch only their own elements.
+//!
+//! Most kernels a tensor library writes are maps: unit `i` reads element `i` of its inputs
+//! and writes element `i` of its outputs (or line `i`: elements `i*N .. i*N+N`). For such a
+//! kernel the macro proves, from the kernel's syntax, that every access to an array
+//! parameter is at the unit's position (`ABSOLUTE_POS`, or a variable bound once to it),
+//! with one line width for the whole kernel, and that the kernel uses no atomics, shared
+//! memory or plane operations. It then writes the body a second time over
+//! [`ExclusiveArray`]s: plain loads and stores with no bounds check, which the compiler
+//! vectorizes like a loop over slices.
+//!
+//! That body may only run over cubes [`exclusive_cubes`] accepted:
+//!
+//! - every unit's elements are inside every array (so no access needs a check: nothing is
+//!   out of bounds, nothing to report), and
+//! - no two units touch one element: every array written is either the same view as
+//!   another array (same first byte, same element size: unit `i` reads and writes its own
+//!   element) or doesn't overlap it. Other units (on other threads) never touch this
+//!   unit's elements, so plain accesses can't race within the launch.
+//!
+//! Cubes it refuses run the checked body (`Array`: bounds checks, relaxed atomic accesses)
+//! as before, so a launch that overruns a buffer still gets its out-of-bounds report. As
+//! for every CPU kernel, launches on other streams that write this launch's buffers at the
+//! same time are the caller's race to avoid (as on a GPU).
+
+use super::array::{Args, Indexable, RawArray};
+use super::unit::Unit;
+use crate::scalar::Scalar;
+use std::marker::PhantomData;
+
+/// An array parameter as [`exclusive_cubes`] checks it.
+#[derive(Clone, Copy, Debug)]
+pub struct ExclusiveParam {
+    /// Buffer slot.
+    pub slot: usize,
+    /// Element size in bytes.
+    pub elem_size: usize,
+    /// Whether the kernel writes it (`&mut Array`).
+    pub written: bool,
+}
+
+/// The units of a run of cubes the exclusive body may run: absolute positions
+/// `start .. end`, every array holding at least `end_element` elements.
+#[derive(Clone, Copy, Debug)]
+pub struct ExclusiveRun {
+    start: u32,
+    end: u32,
+    end_element: u64,
+}
+
+/// The run of cubes `first.cube_pos.x .. + cubes` (with `first`'s y and z), if the
+/// exclusive body of a kernel whose units access their own line of `width` elements of
+/// each array in `params` may run it. See the module docs for the conditions.
+pub fn exclusive_cubes(
+    first: &Unit,
+    cubes: u32,
+    args: &Args<'_>,
+    width: u32,
+    params: &[ExclusiveParam],
+) -> Option<ExclusiveRun> {
+    // The units' absolute positions: a contiguous run, unless a wrap in the GPU's u32
+    // arithmetic makes two units share one (then the checked body runs).
+    if cubes > 1 && (first.cube_count.1, first.cube_count.2) != (1, 1) {
+        return None;
+    }
+    let units_per_cube = u64::from(first.cube_dim());
+    let start = u64::from(first.cube_pos()) * units_per_cube;
+    let end = start + u64::from(cubes) * units_per_cube;
+    let (start, end) = (u32::try_from(start).ok()?, u32::try_from(end).ok()?);
+    let end_element = u64::from(end) * u64::from(width);
+    let views = params
+        .iter()
+        .map(|param| {
+            let raw = args.raw(param.slot)?;
+            let bytes = end_element.checked_mul(param.elem_size as u64)?;
+            let aligned = (raw.ptr as usize).is_multiple_of(param.elem_size.max(1));
+            (aligned && bytes <= raw.len as u64).then_some((raw, *param))
+        })
+        .collect::<Option<Vec<(RawArray, ExclusiveParam)>>>()?;
+    let apart = views.iter().enumerate().all(|(i, (written, param))| {
+        !param.written
+            || views.iter().enumerate().all(|(j, (other, other_param))| {
+                i == j
+                    || (written.ptr == other.ptr && param.elem_size == other_param.elem_size)
+                    || disjoint(written, other)
+            })
+    });
+    apart.then_some(ExclusiveRun {
+        start,
+        end,
+        end_element,
+    })
+}
+
+fn disjoint(a: &RawArray, b: &RawArray) -> bool {
+    let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+    a0.saturating_add(a.len) <= b0 || b0.saturating_add(b.len) <= a0
+}
+
+/// A unit of an [`ExclusiveRun`]: the [`Unit`] (its builtins), with the absolute position
+/// counted by the run's loop, so the compiler sees consecutive units touch consecutive
+/// elements, all in bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct ExclusiveUnit {
+    unit: Unit,
+    absolute: u32,
+    end: u32,
+}
+
+impl ExclusiveUnit {
+    /// `ABSOLUTE_POS`.
+    #[inline(always)]
+    pub fn absolute_pos(&self) -> u32 {
+        // SAFETY: `ExclusiveRun::run` makes units with `absolute` in `start .. end` only.
+        unsafe { std::hint::assert_unchecked(self.absolute < self.end) };
+        self.absolute
+    }
+}
+
+impl std::ops::Deref for ExclusiveUnit {
+    type Target = Unit;
+
+    fn deref(&self) -> &Unit {
+        &self.unit
+    }
+}
+
+impl ExclusiveRun {
+    /// Runs `unit_body` for every unit of the run, x fastest, one cube after the other,
+    /// with `args` telling the exclusive arrays how many elements they hold. `width` is the
+    /// line width the run was checked for (a constant in the macro's code, so the compiler
+    /// relates the positions to the arrays' lengths); a run checked for another width
+    /// runs nothing. Generic over the body so that it inlines into the loop, which the
+    /// compiler vectorizes.
+    #[inline(always)]
+    pub fn run<'a>(
+        &self,
+        first: &Unit,
+        args: &Args<'a>,
+        width: u32,
+        mut unit_body: impl FnMut(&ExclusiveUnit, &Args<'a>),
+    ) {
+        let end_element = u64::from(self.end) * u64::from(width);
+        if end_element != self.end_element {
+            return;
+        }
+        let mut args = *args;
+        args.exclusive_end = end_element;
+        let (dx, dy, dz) = first.cube_dim;
+        let mut unit = ExclusiveUnit {
+            unit: *first,
+            absolute: self.start,
+            end: self.end,
+        };
+        if dy == 1 && dz == 1 && dx > 0 {
+            // One loop over the run's positions (the unit's position in its cube and the
+            // cube's are derived, and dropped by the compiler where the body doesn't read
+            // them).
+            for absolute in self.start..self.end {
+                let offset = absolute - self.start;
+                unit.unit.unit_pos = (offset % dx, 0, 0);
+                unit.unit.cube_pos.0 = first.cube_pos.0.wrapping_add(offset / dx);
+                unit.absolute = absolute;
+                unit_body(&unit, &args);
+            }
+            return;
+        }
+        let mut absolute = self.start;
+        let cubes = (self.end - self.start) / first.cube_dim().max(1);
+        for cube in 0..cubes {
+            unit.unit.cube_pos.0 = first.cube_pos.0.wrapping_add(cube);
+            for z in 0..dz {
+                for y in 0..dy {
+                    if args.monitor().gave_up() {
+                        return;
+                    }
+                    for x in 0..dx {
+                        unit.unit.unit_pos = (x, y, z);
+                        unit.absolute = absolute;
+                        absolute += 1;
+                        unit_body(&unit, &args);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An array parameter of a cube run that [`exclusive_cubes`] accepted: plain accesses, no
+/// bounds check (see the module docs).
+pub struct ExclusiveArray<'a, T> {
+    ptr: *mut T,
+    len: u32,
+    _marker: PhantomData<&'a T>,
+}
+
+impl<T> Clone for ExclusiveArray<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ExclusiveArray<'_, T> {}
+
+impl<'a> Args<'a> {
+    /// Buffer `slot` as an [`ExclusiveArray`] of `T`.
+    ///
+    /// # Safety
+    /// Only for the body of a kernel the macro proved exclusive (every access at the
+    /// unit's own line), with the `args` [`ExclusiveRun::run`] passes it for a run
+    /// [`exclusive_cubes`] accepted for this kernel's parameters and line width: then
+    /// every access is in bounds and no other thread touches its element during the
+    /// launch.
+    #[inline(always)]
+    pub unsafe fn exclusive_array<T: Scalar>(&self, slot: usize) -> ExclusiveArray<'a, T> {
+        let raw = self.raw(slot).unwrap_or(RawArray::MISSING);
+        let len = u32::try_from(raw.len / size_of::<T>().max(1)).unwrap_or(u32::MAX);
+        // SAFETY: `exclusive_cubes` accepted the run only if this array holds at least
+        // `exclusive_end` elements (`len` saturates at u32::MAX, hence the `min`). Telling
+        // the compiler lets it drop a body's `i < x.len()` test.
+        unsafe {
+            std::hint::assert_unchecked(
+                u64::from(len) >= self.exclusive_end.min(u64::from(u32::MAX)),
+            );
+        }
+        ExclusiveArray {
+            ptr: raw.ptr.cast::<T>(),
+            len,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T: Scalar> Indexable for ExclusiveArray<'_, T> {
+    type Elem = T;
+
+    #[inline(always)]
+    fn len(&self) -> u32 {
+        self.len
+    }
+
+    #[inline(always)]
+    fn load(&self, index: u32) -> T {
+        debug_assert!(index < self.len, "exclusive load out of bounds");
+        // SAFETY: `exclusive_array`'s contract: the index is the unit's own element, in
+        // bounds, and no other thread writes it during the launch. The bits become a T
+        // through `from_bits`, so any bit pattern (a `bool` byte of 2) is a valid value.
+        unsafe {
+            let ptr = self.ptr.add(index as usize);
+            match size_of::<T>() {
+                1 => T::from_bits(u64::from(ptr.cast::<u8>().read())),
+                2 => T::from_bits(u64::from(ptr.cast::<u16>().read())),
+                4 => T::from_bits(u64::from(ptr.cast::<u32>().read())),
+                8 => T::from_bits(ptr.cast::<u64>().read()),
+                _ => ptr.read(),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn store(&mut self, index: u32, value: T) {
+        debug_assert!(index < self.len, "exclusive store out of bounds");
+        let bits = value.to_bits();
+        // SAFETY: as in `load`; the value is written as its bits.
+        unsafe {
+            let ptr = self.ptr.add(index as usize);
+            match size_of::<T>() {
+                1 => ptr.cast::<u8>().write(bits as u8),
+                2 => ptr.cast::<u16>().write(bits as u16),
+                4 => ptr.cast::<u32>().write(bits as u32),
+                8 => ptr.cast::<u64>().write(bits),
+                _ => ptr.write(value),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::AccessMonitor;
+    use std::panic::Location;
+
+    struct Quiet;
+    impl AccessMonitor for Quiet {
+        fn out_of_bounds(&self, _: usize, _: u64, _: u64, _: bool, _: &Location<'_>) {}
+        fn kernel_error(&self, _: &str) {}
+        fn data_race(&self, _: &str) {}
+    }
+
+    /// Cubes of 4 units in a grid of `cubes` along x.
+    fn first_cube(cubes: u32) -> Unit {
+        Unit {
+            unit_pos: (0, 0, 0),
+            cube_pos: (0, 0, 0),
+            cube_dim: (4, 1, 1),
+            cube_count: (cubes, 1, 1),
+        }
+    }
+
+    fn param(slot: usize, written: bool) -> ExclusiveParam {
+        ExclusiveParam {
+            slot,
+            elem_size: 4,
+            written,
+        }
+    }
+
+    fn view(memory: &mut [u32], start: usize, len: usize) -> RawArray {
+        RawArray {
+            ptr: memory[start..].as_mut_ptr().cast(),
+            len: len * 4,
+        }
+    }
+
+    #[test]
+    fn runs_inside_disjoint_or_identical_views_are_exclusive() {
+        let mut memory = vec![0u32; 64];
+        let (a, out) = (view(&mut memory, 0, 16), view(&mut memory, 16, 16));
+        let buffers = [a, out];
+        // SAFETY: the views are inside `memory`, which outlives `args`.
+        let args = unsafe { Args::new(&buffers, &[], &Quiet) };
+        let params = [param(0, false), param(1, true)];
+        let run = exclusive_cubes(&first_cube(4), 4, &args, 1, &params).unwrap();
+        assert_eq!((run.start, run.end, run.end_element), (0, 16, 16));
+        assert!(exclusive_cubes(&first_cube(4), 2, &args, 2, &params).is_some());
+        let same = [a, a];
+        // SAFETY: as above.
+        let args = unsafe { Args::new(&same, &[], &Quiet) };
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params).is_some());
+    }
+
+    #[test]
+    fn short_overlapping_or_missing_views_are_not() {
+        let mut memory = vec![0u32; 64];
+        let (a, shifted) = (view(&mut memory, 0, 16), view(&mut memory, 1, 16));
+        let params = [param(0, false), param(1, true)];
+        let overlapping = [a, shifted];
+        // SAFETY: the views are inside `memory`, which outlives `args`.
+        let args = unsafe { Args::new(&overlapping, &[], &Quiet) };
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params).is_none());
+        let disjoint = [a, view(&mut memory, 16, 16)];
+        // SAFETY: as above.
+        let args = unsafe { Args::new(&disjoint, &[], &Quiet) };
+        // 5 cubes of 4 units need 20 elements; lines of 2 need 32 for 4 cubes.
+        assert!(exclusive_cubes(&first_cube(5), 5, &args, 1, &params).is_none());
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 2, &params).is_none());
+        // A buffer the launch doesn't have.
+        let missing = [param(0, false), param(2, true)];
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &missing).is_none());
+        // Positions past u32::MAX wrap on a GPU: never exclusive.
+        let mut far = first_cube(u32::MAX);
+        far.cube_pos.0 = u32::MAX / 4;
+        assert!(exclusive_cubes(&far, 2, &args, 1, &[]).is_none());
+    }
+}

@@ -1,0 +1,291 @@
+//! Whether a kernel's units each touch only their own elements (the CPU's fast path).
+//!
+//! [`line_width`] reads the kernel's syntax and says yes (with the line width) when every
+//! access to an array parameter is at the unit's position: the index is `ABSOLUTE_POS` or
+//! a variable bound once, without `mut`, to it; `x.line::<N>(pos)` and `y.set_line(pos, v)`
+//! count as accesses to line `pos` of width `N` (for `set_line`, `v` must visibly be a local
+//! array of `N` elements); every access of the kernel uses one width. The kernel may not
+//! use atomics, shared memory, plane operations or barriers, may not take tensors, and may
+//! use an array parameter only through those accesses, `len()` and `is_empty()`.
+//!
+//! The answer is conservative: anything the analysis doesn't recognise makes it say no,
+//! and the kernel runs the checked body only. A yes lets the CPU run the body over plain
+//! loads and stores (`lang::native::exclusive`), so it must be right: it is what makes
+//! those accesses in bounds and free of races once the launch's ranges are checked.
+
+use std::collections::{HashMap, HashSet};
+use syn::visit::{self, Visit};
+use syn::{Expr, Pat};
+
+/// The line width of every array access (1 without lines) if `block` is exclusive. See the
+/// module docs. `arrays` are the names of the array parameters, `params` every parameter.
+pub fn line_width(
+    block: &syn::Block,
+    arrays: &HashSet<String>,
+    params: &HashSet<String>,
+    has_tensors: bool,
+) -> Option<u32> {
+    if has_tensors {
+        return None;
+    }
+    let mut analysis = Analysis {
+        arrays,
+        bindings: params.iter().map(|name| (name.clone(), 1)).collect(),
+        positions: HashSet::new(),
+        used_positions: HashSet::new(),
+        lines: HashMap::new(),
+        width: None,
+        refused: false,
+    };
+    analysis.visit_block(block);
+    let unique = |name: &String| analysis.bindings.get(name) == Some(&1);
+    let positions_hold = analysis
+        .used_positions
+        .iter()
+        .all(|name| analysis.positions.contains(name) && unique(name) && !params.contains(name));
+    let lines_hold = analysis.lines.keys().all(unique);
+    (!analysis.refused && positions_hold && lines_hold).then(|| analysis.width.unwrap_or(1))
+}
+
+struct Analysis<'a> {
+    arrays: &'a HashSet<String>,
+    /// How many times each name is bound (parameters count once).
+    bindings: HashMap<String, u32>,
+    /// Names bound by `let name = ABSOLUTE_POS;`.
+    positions: HashSet<String>,
+    /// Names used as an array parameter's index.
+    used_positions: HashSet<String>,
+    /// Local arrays of a known length: `let v = x.line::<N>(pos)`, `[e; N]`, or another.
+    lines: HashMap<String, u32>,
+    width: Option<u32>,
+    refused: bool,
+}
+
+fn strip(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(paren) => strip(&paren.expr),
+        Expr::Group(group) => strip(&group.expr),
+        other => other,
+    }
+}
+
+fn ident(expr: &Expr) -> Option<String> {
+    match strip(expr) {
+        Expr::Path(path) if path.qself.is_none() => path.path.get_ident().map(ToString::to_string),
+        _ => None,
+    }
+}
+
+fn int_literal(expr: &Expr) -> Option<u32> {
+    match strip(expr) {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse().ok(),
+        _ => None,
+    }
+}
+
+/// The width `N` of `x.line::<N>(..)`.
+fn turbofish_width(call: &syn::ExprMethodCall) -> Option<u32> {
+    let turbofish = call.turbofish.as_ref()?;
+    match turbofish.args.first()? {
+        syn::GenericArgument::Const(expr) => int_literal(expr),
+        syn::GenericArgument::Type(syn::Type::Verbatim(tokens)) => tokens.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
+impl Analysis<'_> {
+    fn is_array(&self, expr: &Expr) -> bool {
+        ident(expr).is_some_and(|name| self.arrays.contains(&name))
+    }
+
+    /// Records an access of width `width` at index `index`, which must be the position.
+    fn access(&mut self, index: &Expr, width: Option<u32>) {
+        match (strip(index), width) {
+            (_, None) => self.refused = true,
+            (Expr::Path(path), Some(width)) if path.path.is_ident("ABSOLUTE_POS") => {
+                self.width_is(width);
+            }
+            (index, Some(width)) => match ident(index) {
+                Some(name) => {
+                    self.used_positions.insert(name);
+                    self.width_is(width);
+                }
+                None => self.refused = true,
+            },
+        }
+    }
+
+    fn width_is(&mut self, width: u32) {
+        match self.width {
+            Some(known) if known != width => self.refused = true,
+            _ => self.width = Some(width),
+        }
+    }
+
+    /// The length of a local array expression, if visible.
+    fn local_array_len(&self, expr: &Expr) -> Option<u32> {
+        match strip(expr) {
+            Expr::MethodCall(call) if call.method == "line" && self.is_array(&call.receiver) => {
+                turbofish_width(call)
+            }
+            Expr::Repeat(repeat) => int_literal(&repeat.len),
+            other => ident(other).and_then(|name| self.lines.get(&name).copied()),
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Analysis<'_> {
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        if let (Pat::Ident(pat), Some(init)) = (strip_type(&local.pat), &local.init) {
+            let name = pat.ident.to_string();
+            let plain = pat.by_ref.is_none() && pat.subpat.is_none();
+            if plain
+                && pat.mutability.is_none()
+                && matches!(strip(&init.expr), Expr::Path(path) if path.path.is_ident("ABSOLUTE_POS"))
+            {
+                self.positions.insert(name.clone());
+            }
+            if plain && let Some(len) = self.local_array_len(&init.expr) {
+                self.lines.insert(name, len);
+            }
+        }
+        visit::visit_local(self, local);
+    }
+
+    fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+        *self.bindings.entry(pat.ident.to_string()).or_insert(0) += 1;
+        visit::visit_pat_ident(self, pat);
+    }
+
+    fn visit_expr_index(&mut self, index: &'ast syn::ExprIndex) {
+        if self.is_array(&index.expr) {
+            self.access(&index.index, Some(1));
+            self.visit_expr(&index.index);
+        } else {
+            visit::visit_expr_index(self, index);
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        if !self.is_array(&call.receiver) {
+            visit::visit_expr_method_call(self, call);
+            return;
+        }
+        let method = call.method.to_string();
+        match (method.as_str(), call.args.first()) {
+            ("len" | "is_empty", None) => {}
+            ("line", Some(index)) => self.access(index, turbofish_width(call)),
+            ("set_line", Some(index)) => {
+                let width = call
+                    .args
+                    .get(1)
+                    .and_then(|value| self.local_array_len(value));
+                self.access(index, width);
+            }
+            _ => self.refused = true,
+        }
+        for arg in &call.args {
+            self.visit_expr(arg);
+        }
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if let Expr::Path(path) = strip(&call.func) {
+            let cooperates = path.path.segments.iter().any(|segment| {
+                let name = segment.ident.to_string();
+                name.starts_with("atomic_")
+                    || name.starts_with("plane_")
+                    || name == "sync_cube"
+                    || name == "SharedMemory"
+            });
+            if cooperates {
+                self.refused = true;
+            }
+        }
+        visit::visit_expr_call(self, call);
+    }
+
+    fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+        // An array parameter used other than through the accesses above.
+        if path
+            .path
+            .get_ident()
+            .is_some_and(|name| self.arrays.contains(&name.to_string()))
+        {
+            self.refused = true;
+        }
+        visit::visit_expr_path(self, path);
+    }
+
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {
+        self.refused = true;
+    }
+
+    fn visit_macro(&mut self, _: &'ast syn::Macro) {
+        self.refused = true;
+    }
+
+    fn visit_item(&mut self, _: &'ast syn::Item) {
+        self.refused = true;
+    }
+}
+
+fn strip_type(pat: &Pat) -> &Pat {
+    match pat {
+        Pat::Type(typed) => &typed.pat,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn width(body: &str, arrays: &[&str]) -> Option<u32> {
+        let block: syn::Block = syn::parse_str(body).unwrap();
+        let arrays: HashSet<String> = arrays.iter().map(ToString::to_string).collect();
+        let mut params = arrays.clone();
+        params.insert("n".into());
+        line_width(&block, &arrays, &params, false)
+    }
+
+    #[test]
+    fn elementwise_bodies_are_exclusive() {
+        let add = "{ let i = ABSOLUTE_POS; if i < out.len() { out[i] = a[i] + b[i]; } }";
+        assert_eq!(width(add, &["a", "b", "out"]), Some(1));
+        let direct = "{ if ABSOLUTE_POS < n { out[ABSOLUTE_POS] = a[ABSOLUTE_POS] * 2.0; } }";
+        assert_eq!(width(direct, &["a", "out"]), Some(1));
+        let lines = "{ let i = ABSOLUTE_POS; let x = a.line::<4>(i); let mut z = x; \
+                     for k in 0..4u32 { z[k] = x[k] + 1.0; } out.set_line(i, z); }";
+        assert_eq!(width(lines, &["a", "out"]), Some(4));
+        let repeat = "{ let i = ABSOLUTE_POS; let mut z = [0.0f32; 2]; out.set_line(i, z); }";
+        assert_eq!(width(repeat, &["out"]), Some(2));
+    }
+
+    #[test]
+    fn other_indices_widths_and_cooperation_are_not() {
+        let neighbour = "{ let i = ABSOLUTE_POS; out[i] = a[i + 1]; }";
+        assert_eq!(width(neighbour, &["a", "out"]), None);
+        let mutable = "{ let mut i = ABSOLUTE_POS; i += 1; out[i] = a[i]; }";
+        assert_eq!(width(mutable, &["a", "out"]), None);
+        let shadowed = "{ let i = ABSOLUTE_POS; let i = 0u32; out[i] = a[i]; }";
+        assert_eq!(width(shadowed, &["a", "out"]), None);
+        let param = "{ out[n] = a[n]; }";
+        assert_eq!(width(param, &["a", "out"]), None);
+        let mixed = "{ let i = ABSOLUTE_POS; let x = a.line::<4>(i); out[i] = x[0]; }";
+        assert_eq!(width(mixed, &["a", "out"]), None);
+        let unknown = "{ let i = ABSOLUTE_POS; out.set_line(i, make()); }";
+        assert_eq!(width(unknown, &["out"]), None);
+        let atomic = "{ let i = ABSOLUTE_POS; atomic_add(out, 0u32, a[i]); }";
+        assert_eq!(width(atomic, &["a", "out"]), None);
+        let shared = "{ let s = SharedMemory::<f32>::new(4); out[ABSOLUTE_POS] = 0.0; }";
+        assert_eq!(width(shared, &["out"]), None);
+        let plane = "{ out[ABSOLUTE_POS] = plane_sum(a[ABSOLUTE_POS]); }";
+        assert_eq!(width(plane, &["a", "out"]), None);
+        let loop_var = "{ for i in 0..4u32 { out[i] = a[i]; } }";
+        assert_eq!(width(loop_var, &["a", "out"]), None);
+    }
+}
