@@ -85,7 +85,7 @@ pub fn compile_cuda(name: &str, source: &str, options: &[String]) -> Result<Vec<
         .map_err(|_| "a compile option contains a NUL byte".to_string())?;
     let mut program = nvrtc::Program::new(&full, &file).map_err(|failure| failure.to_string())?;
     if program.compile(&options).is_err() {
-        return Err(program.log());
+        return Err(crate::source_map::annotate(name, source, &program.log()));
     }
     match program.cubin() {
         Ok(cubin) if !cubin.is_empty() => Ok(cubin),

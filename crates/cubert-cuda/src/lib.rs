@@ -40,6 +40,7 @@ mod profiling;
 mod properties;
 mod runtime;
 mod server;
+mod source_map;
 mod staging;
 pub mod standard_kernels;
 mod status;

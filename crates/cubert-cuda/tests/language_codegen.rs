@@ -196,6 +196,58 @@ fn every_test_kernel_compiles_for_sm_90() {
     eprintln!("{} language kernels compiled in 2 modes", definitions.len());
 }
 
+/// The line of this file holding `needle`.
+fn line_of(needle: &str) -> usize {
+    include_str!("language_codegen.rs")
+        .lines()
+        .position(|line| line.contains(needle) && !line.contains("line_of("))
+        .unwrap()
+        + 1
+}
+
+#[test]
+fn generated_code_notes_the_rust_line_of_each_statement() {
+    let definition = saxpy::definition::<f32>();
+    let source = generate(definition.ir().unwrap(), "saxpy_f32").unwrap();
+    let store = line_of("y[i] = a * x[i] + y[i];");
+    let note = format!("// rust: crates/cubert-cuda/tests/language_codegen.rs:{store}");
+    assert!(
+        source.contains(&note),
+        "no `{note}` in the generated source:\n{source}"
+    );
+}
+
+#[test]
+#[ignore = "needs NVRTC"]
+fn a_compile_error_names_the_generated_line_and_the_rust_line() {
+    nvrtc_version().expect("NVRTC must be installed for this test");
+    let definition = saxpy::definition::<f32>();
+    let source = generate(definition.ir().unwrap(), "saxpy_f32").unwrap();
+    // Break the code of the store's statement, as a generator bug would.
+    let store = line_of("y[i] = a * x[i] + y[i];");
+    let note = format!("language_codegen.rs:{store}");
+    let mut lines: Vec<String> = source.lines().map(str::to_string).collect();
+    let at = lines.iter().position(|line| line.ends_with(&note)).unwrap();
+    lines.insert(at + 1, "    undeclared_on_purpose = 1;".into());
+    let broken = lines.join("\n");
+    let options = nvrtc_options((9, 0), ExecutionMode::Checked, &[]);
+    let log = compile_cuda("saxpy_f32", &broken, &options).unwrap_err();
+    assert!(log.contains("undeclared_on_purpose"), "{log}");
+    assert!(
+        log.contains(&format!(
+            "saxpy_f32.cu line {}: `undeclared_on_purpose = 1;`",
+            at + 2
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "generated from the kernel's Rust source at crates/cubert-cuda/tests/{note}"
+        )),
+        "{log}"
+    );
+}
+
 #[test]
 #[ignore = "prints a generated kernel"]
 fn print_control_flow() {

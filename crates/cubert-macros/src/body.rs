@@ -124,6 +124,14 @@ impl Context {
     pub fn block(&self, block: &Block) -> syn::Result<TokenStream> {
         let mut out = TokenStream::new();
         for stmt in &block.stmts {
+            if self.mode == Mode::Expand {
+                // The statement's Rust line, for generators to note next to its code
+                // (`line!()` at the statement's span gives the user's line).
+                let m = self.module();
+                out.extend(quote_spanned!(stmt.span()=>
+                    #m::source_line(::core::file!(), ::core::line!());
+                ));
+            }
             out.extend(self.stmt(stmt)?);
         }
         Ok(out)

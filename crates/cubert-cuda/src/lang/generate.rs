@@ -153,6 +153,10 @@ impl Printer<'_> {
 
     fn instruction(&mut self, instruction: &Instruction) -> Result<(), GenerateError> {
         match instruction {
+            Instruction::SourceLine { file, line } => {
+                // Read back by `compiler::source_map` when NVRTC rejects the code.
+                self.line(&format!("{}{file}:{line}", crate::source_map::RUST_LINE));
+            }
             Instruction::Assign { out, op } => {
                 let Some(Type::Scalar(elem)) = self.kernel.local_type(*out) else {
                     return fail(format!(

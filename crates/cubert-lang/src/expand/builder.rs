@@ -139,6 +139,19 @@ pub fn push(instruction: Instruction) {
     });
 }
 
+/// Replaces the current block's last instruction with `instruction` if `replaces` says so
+/// for it, else appends `instruction`.
+pub fn replace_last_or_push(instruction: Instruction, replaces: impl Fn(&Instruction) -> bool) {
+    with((), |builder| {
+        if let Some(block) = builder.blocks.last_mut() {
+            match block.instructions.last_mut() {
+                Some(last) if replaces(last) => *last = instruction,
+                _ => block.instructions.push(instruction),
+            }
+        }
+    });
+}
+
 /// Computes `op` into a new temporary of type `ty` and returns it.
 pub fn compute(ty: Type, op: Operation) -> Value {
     let out = new_var(ty, None);

@@ -114,3 +114,12 @@ pub fn continue_() {
 pub fn return_() {
     push(Instruction::Return);
 }
+
+/// Notes that the statements recorded next come from `file:line` of the kernel's source
+/// (the macro calls it before each statement). A note directly after another replaces it.
+pub fn source_line(file: &'static str, line: u32) {
+    let note = Instruction::SourceLine { file, line };
+    super::builder::replace_last_or_push(note, |last| {
+        matches!(last, Instruction::SourceLine { .. })
+    });
+}

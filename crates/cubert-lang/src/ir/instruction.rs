@@ -14,6 +14,15 @@ pub struct Block {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Instruction {
+    /// The instructions that follow come from line `line` of the kernel's Rust source file
+    /// `file`. No effect on what runs; generators note it next to the code they print, so
+    /// a compiler's error on the printed code can name the Rust line.
+    SourceLine {
+        /// The source file (as `file!()` gives it).
+        file: &'static str,
+        /// The line in it.
+        line: u32,
+    },
     /// `out = op`.
     Assign {
         /// The variable written.
