@@ -65,6 +65,10 @@ pub enum Command {
         /// directory, if there is one; else the trace group is skipped].
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
+        /// Also writes the generated training-loop traces the trace group replays to
+        /// `DIR/MODEL.txt` (transformer, mlp, convnet), for peers to replay.
+        #[arg(long, value_name = "DIR")]
+        write_traces: Option<PathBuf>,
         /// A peer figure file to compare the figures with, as cubert/peer ratios; repeatable.
         /// JSON: `{"tool": NAME, "figures": {FIGURE: {"value": V, "unit": U}}}`, the format
         /// `--json` writes; figures are matched to cubert's by what they measure.
@@ -76,7 +80,7 @@ pub enum Command {
             long,
             value_name = "FILE",
             requires = "compare",
-            conflicts_with_all = ["quick", "json", "only", "trace"]
+            conflicts_with_all = ["quick", "json", "only", "trace", "write_traces"]
         )]
         from: Option<PathBuf>,
     },
@@ -107,7 +111,8 @@ pub enum Group {
     Launch,
     /// f32 vector add and device-to-device copy bandwidth.
     Bandwidth,
-    /// Replay of an allocation trace: peak reserved against peak live, replay time.
+    /// Replay of allocation traces (the anchors' and generated training loops): peak
+    /// reserved against peak live, replay time, device allocations.
     Trace,
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! cubert info                      backends, devices, properties, configuration
 //! cubert demo [--size N]           runs every standard kernel and verifies the results
-//! cubert bench [--quick] [--only GROUP] [--json FILE] [--trace FILE] [--compare PEER.json]...
+//! cubert bench [--quick] [--only GROUP] [--json FILE] [--trace FILE] [--write-traces DIR] [--compare PEER.json]...
 //! cubert bench --from CUBERT.json --compare PEER.json...   compares an earlier run
 //! cubert bench tune [--shapes MxKxN,...] [--json FILE]      autotuned matmul vs default
 //! cubert bench collective [--quick] [--json FILE]          all-reduce busbw, peer copy GB/s
@@ -51,6 +51,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             json,
             only,
             trace,
+            write_traces,
             compare,
             from,
         } => {
@@ -71,6 +72,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
                     json,
                     only,
                     trace,
+                    write_traces,
                     compare,
                 },
             )

@@ -40,6 +40,7 @@ enum Quantity {
     Seconds,
     Ratio,
     Gibibytes,
+    Allocations,
 }
 
 /// The quantity and direction of `unit`; `None` for units that aren't compared (counts).
@@ -50,6 +51,8 @@ fn quantity(unit: &str) -> Option<(Quantity, Better)> {
         "s" => Some((Quantity::Seconds, Better::Lower)),
         "ratio" => Some((Quantity::Ratio, Better::Lower)),
         "GiB" => Some((Quantity::Gibibytes, Better::Lower)),
+        // Device allocations or frees made by an allocator (the trace replays).
+        "allocations" => Some((Quantity::Allocations, Better::Lower)),
         _ if unit == "us" || unit.starts_with("us/") => Some((Quantity::Micros, Better::Lower)),
         _ => None,
     }
@@ -97,6 +100,8 @@ pub fn peer_patterns(suffix: &str) -> Vec<String> {
         "trace_reserved_over_live" => &["frag_reserved_over_live", "frag_total_over_live"],
         "trace_replay_s" => &["frag_replay_cold_s"],
         "trace_replay_warm_s" => &["frag_replay_warm_s"],
+        "trace_device_allocs" => &["frag_num_device_alloc"],
+        "trace_device_frees" => &["frag_num_device_free"],
         _ => &[],
     };
     for pattern in named {

@@ -120,6 +120,8 @@ pub struct BenchOptions {
     pub only: Option<Group>,
     /// The allocation trace to replay (default: the anchors', if found).
     pub trace: Option<PathBuf>,
+    /// Where to write the generated training traces (`MODEL.txt`), if anywhere.
+    pub write_traces: Option<PathBuf>,
     /// Peer figure files to compare the run with.
     pub compare: Vec<PathBuf>,
 }
@@ -210,7 +212,11 @@ fn bench<R: CliRuntime>(
             Group::Transfer => transfer::run(client, quick, &mut recorder),
             Group::Launch => launch::run(client, quick, &mut recorder),
             Group::Bandwidth => bandwidth::run(client, quick, &mut recorder),
-            Group::Trace => trace::run::<R>(trace_path.as_deref(), &mut recorder),
+            Group::Trace => trace::run::<R>(
+                trace_path.as_deref(),
+                options.write_traces.as_deref(),
+                &mut recorder,
+            ),
         };
         if let Err(error) = outcome {
             recorder.fail(&format!("group {group} stopped: {error}"));

@@ -1,8 +1,15 @@
-//! Replaying an allocation trace: `cubert_trace_peak_reserved` and `cubert_trace_peak_live`
-//! (GiB), `cubert_trace_reserved_over_live` (ratio), `cubert_trace_replay_s` and
-//! `cubert_trace_replay_warm_s` (seconds), like the anchors' fragmentation probe.
+//! Replaying allocation traces, like the anchors' fragmentation probe. For each trace:
+//! `cubert_trace[_MODEL]_peak_reserved` and `_peak_live` (GiB), `_reserved_over_live`
+//! (ratio), `_replay_s` and `_replay_warm_s` (seconds), `_device_allocs` and
+//! `_device_frees` (how many times the allocator called the device's allocation and free).
 //!
-//! The trace (`alloc ID SIZE` / `free ID` lines, parsed by `AllocationTrace::parse`) is
+//! The traces: the anchors' trace file (no `MODEL` in the names; skipped when not found)
+//! and the generated training loops of `cubert::memory::training_trace` (`MODEL` is
+//! `transformer`, `mlp`, `convnet`). `--write-traces DIR` also writes the generated ones
+//! as `DIR/MODEL.txt`, for peers to replay the same events
+//! (`scripts/anchors/torch_trace.py`).
+//!
+//! Each trace (`alloc ID SIZE` / `free ID` lines, parsed by `AllocationTrace::parse`) is
 //! replayed through fresh clients of their own servers (so the memory reports' peaks belong
 //! to the trace): `client.empty(size)` per alloc, the handle kept by id, dropped per free,
 //! then `sync`.
@@ -34,20 +41,34 @@ use super::units::GIB;
 use crate::backend::CliRuntime;
 use crate::error::{CliError, CliResult};
 use cubert::memory::trace::{AllocationTrace, TraceEvent};
+use cubert::memory::training_trace::TrainingModel;
 use cubert::{ComputeClient, Handle};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-/// Figures this group measures.
-pub const FIGURES: u64 = 5;
+/// Figures this group measures: 7 per trace, for the anchors' trace and the generated
+/// ones.
+pub const FIGURES: u64 = 7 * (1 + TrainingModel::ALL.len() as u64);
 
-const PEAK_RESERVED: &str = "cubert_trace_peak_reserved";
-const PEAK_LIVE: &str = "cubert_trace_peak_live";
-const RATIO: &str = "cubert_trace_reserved_over_live";
-const REPLAY: &str = "cubert_trace_replay_s";
-const REPLAY_WARM: &str = "cubert_trace_replay_warm_s";
-const NAMES: [&str; 5] = [PEAK_RESERVED, PEAK_LIVE, RATIO, REPLAY, REPLAY_WARM];
+/// The figure names of the trace labelled `label` (empty for the anchors' trace).
+fn names(label: &str) -> [String; 7] {
+    let prefix = if label.is_empty() {
+        "cubert_trace".to_string()
+    } else {
+        format!("cubert_trace_{label}")
+    };
+    [
+        "peak_reserved",
+        "peak_live",
+        "reserved_over_live",
+        "replay_s",
+        "replay_warm_s",
+        "device_allocs",
+        "device_frees",
+    ]
+    .map(|figure| format!("{prefix}_{figure}"))
+}
 
 /// The trace file to replay when `--trace` isn't given: `alloc_trace.txt` of the anchors,
 /// looked for as `../shared/anchors/` or `.anchors/` (the copy the device tool carries) from
@@ -71,39 +92,92 @@ pub fn default_trace() -> Option<std::path::PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Replays the trace at `path` (`None`: no trace was found; the figures are then not
-/// measured, which is no failure).
+/// Replays the anchors' trace at `path` (`None`: none was found; its figures are then not
+/// measured, which is no failure) and the generated training traces, writing those to
+/// `write_to` first if given.
 ///
 /// # Errors
-/// A runtime error that stops the group (an allocation failure shows at the sync).
-pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliResult<()> {
-    recorder.start(REPLAY);
-    let Some(path) = path else {
-        recorder.not_measured(
-            &NAMES,
+/// A runtime error that stops the group (an allocation failure shows at the sync), or a
+/// trace file that can't be written.
+pub fn run<R: CliRuntime>(
+    path: Option<&Path>,
+    write_to: Option<&Path>,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    let generated: Vec<(&str, AllocationTrace)> = TrainingModel::ALL
+        .iter()
+        .map(|model| (model.name(), model.trace()))
+        .collect();
+    if let Some(dir) = write_to {
+        std::fs::create_dir_all(dir).map_err(|error| {
+            CliError::failure(format!("can't create {}: {error}", dir.display()))
+        })?;
+        for (name, trace) in &generated {
+            let file = dir.join(format!("{name}.txt"));
+            std::fs::write(&file, trace.to_text()).map_err(|error| {
+                CliError::failure(format!("can't write {}: {error}", file.display()))
+            })?;
+        }
+        recorder.info(&format!(
+            "wrote the generated traces to {}/{{{}}}.txt",
+            dir.display(),
+            TrainingModel::ALL.map(TrainingModel::name).join(",")
+        ));
+    }
+    let anchor = names("");
+    let anchor: Vec<&str> = anchor.iter().map(String::as_str).collect();
+    recorder.start(anchor[3]);
+    match path {
+        None => recorder.not_measured(
+            &anchor,
             "no trace file: pass --trace FILE (no ../shared/anchors/alloc_trace.txt or \
              .anchors/alloc_trace.txt was found)",
-        );
-        return Ok(());
-    };
-    let trace = match AllocationTrace::read(path) {
-        Ok(trace) => trace,
-        Err(error) if error.line == 0 => return Err(CliError::failure(error.to_string())),
-        Err(error) => {
-            for name in NAMES {
-                recorder.skip(name, &format!("{}: {error}", path.display()));
+        ),
+        Some(path) => match AllocationTrace::read(path) {
+            Ok(trace) => {
+                let file = path
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                replay_trace::<R>("", &file, &trace, recorder)?;
             }
-            return Ok(());
-        }
-    };
+            Err(error) if error.line == 0 => return Err(CliError::failure(error.to_string())),
+            Err(error) => {
+                for name in anchor {
+                    recorder.skip(name, &format!("{}: {error}", path.display()));
+                }
+            }
+        },
+    }
+    for (name, trace) in &generated {
+        recorder.start(&names(name)[3]);
+        replay_trace::<R>(
+            name,
+            &format!("the generated {name} training loop"),
+            trace,
+            recorder,
+        )?;
+    }
+    Ok(())
+}
+
+/// Replays one trace (labelled `label` in the figure names, `what` in the notes) and
+/// records its figures.
+fn replay_trace<R: CliRuntime>(
+    label: &str,
+    what: &str,
+    trace: &AllocationTrace,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    let names = names(label);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let allocs = trace
         .events
         .iter()
         .filter(|event| matches!(event, TraceEvent::Alloc { .. }))
         .count();
     recorder.info(&format!(
-        "trace {}: {} events, {allocs} allocations, peak live {} bytes",
-        path.display(),
+        "trace {what}: {} events, {allocs} allocations, peak live {} bytes",
         trace.events.len(),
         trace.peak_live_bytes
     ));
@@ -117,7 +191,7 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
     let memory = ordered.properties().memory.total_memory;
     if trace.peak_live_bytes > memory {
         recorder.not_measured(
-            &NAMES,
+            &names,
             &format!(
                 "the trace's live peak of {} bytes exceeds the device's {memory} bytes",
                 trace.peak_live_bytes
@@ -125,15 +199,15 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
         );
         return Ok(());
     }
-    let cold = ordered.exclusive(|| replay(&ordered, &trace))??;
+    let cold = ordered.exclusive(|| replay(&ordered, trace))??;
     let report = ordered.memory_report()?;
-    let warm = ordered.exclusive(|| replay(&ordered, &trace))??;
+    let warm = ordered.exclusive(|| replay(&ordered, trace))??;
     let leftover = ordered.memory_usage()?;
     drop(ordered);
 
     // As a threaded client issues them: the caller runs ahead of the runner thread.
     let threaded = R::isolated_client(room)?;
-    let threaded_seconds = replay(&threaded, &trace)?;
+    let threaded_seconds = replay(&threaded, trace)?;
     let threaded_report = threaded.memory_report()?;
     let usage = threaded.memory_usage()?;
     drop(threaded);
@@ -159,7 +233,7 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
         None
     };
     if let Some(problem) = problem {
-        for name in NAMES {
+        for name in names {
             recorder.skip(name, &problem);
         }
         return Ok(());
@@ -172,35 +246,27 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
         gib(threaded_report.peak_bytes_in_use),
         gib(threaded_report.peak_bytes_reserved)
     ));
-    let file = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
     recorder.emit(
-        PEAK_RESERVED,
+        names[0],
         gib(report.peak_bytes_reserved),
         "GiB",
-        &format!(
-            "peak_bytes_reserved of a fresh server after replaying {file} in trace order \
-             (client.exclusive; {} device allocations)",
-            report.storage_allocations
-        ),
+        &format!("peak_bytes_reserved of a fresh server after replaying {what} in trace order"),
     );
     recorder.emit(
-        PEAK_LIVE,
+        names[1],
         gib(peak_live),
         "GiB",
         "largest sum of live requested sizes over the trace (the parser's; the server's \
          peak in use matched it)",
     );
     recorder.emit(
-        RATIO,
+        names[2],
         report.peak_bytes_reserved as f64 / peak_live as f64,
         "ratio",
         "peak reserved / peak live requested, replayed in trace order",
     );
     recorder.emit(
-        REPLAY,
+        names[3],
         cold,
         "s",
         &format!(
@@ -209,10 +275,22 @@ pub fn run<R: CliRuntime>(path: Option<&Path>, recorder: &mut Recorder) -> CliRe
         ),
     );
     recorder.emit(
-        REPLAY_WARM,
+        names[4],
         warm,
         "s",
         "the same replay again, the cache populated",
+    );
+    recorder.emit(
+        names[5],
+        report.storage_allocations as f64,
+        "allocations",
+        "device allocations (cuMemAlloc on CUDA) during the cold replay",
+    );
+    recorder.emit(
+        names[6],
+        report.storage_deallocations as f64,
+        "allocations",
+        "device frees during the cold replay (segments given back)",
     );
     Ok(())
 }

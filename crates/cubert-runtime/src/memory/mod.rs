@@ -6,7 +6,8 @@
 //! for when a freed slice may be reused by another stream, and `mode` for persistent
 //! allocation windows. [`DeviceMemory`] is what a server holds: the manager with the release
 //! queue, the early releases and the failed reservations around it (`device_memory`).
-//! [`IdMap`] (`id_map`) is the fast map by memory id they all use.
+//! [`IdMap`] (`id_map`) is the fast map by memory id they all use. `trace` reads and
+//! writes allocation traces; `training_trace` generates those of training loops.
 
 pub mod block_pool;
 mod device_memory;
@@ -16,6 +17,7 @@ mod mode;
 mod ordering;
 pub mod paged_pool;
 pub mod trace;
+pub mod training_trace;
 mod usage;
 
 pub use device_memory::{Allocation, DeviceMemory};

@@ -77,6 +77,20 @@ pub struct AllocationTrace {
 }
 
 impl AllocationTrace {
+    /// The trace as text [`Self::parse`] reads back: one `alloc ID SIZE` or `free ID` line
+    /// per event.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut text = String::with_capacity(self.events.len() * 20);
+        for event in &self.events {
+            let _ = match event {
+                TraceEvent::Alloc { id, size } => writeln!(text, "alloc {id} {size}"),
+                TraceEvent::Free { id } => writeln!(text, "free {id}"),
+            };
+        }
+        text
+    }
+
     /// Reads and parses the trace file at `path` (see the module docs for what is refused).
     ///
     /// # Errors
