@@ -622,6 +622,34 @@ impl BlockPool {
             .sum()
     }
 
+    /// Gives back idle segments (as [`Self::release_segments`] picks them), least recently
+    /// touched first, until at least `bytes` are given back or none is left.
+    pub fn release_least_recent(
+        &mut self,
+        ordering: &mut dyn StreamOrdering,
+        bytes: u64,
+    ) -> Vec<ReleasedSegment> {
+        let mut idle: Vec<(u64, u64)> = self
+            .segments
+            .iter()
+            .flatten()
+            .filter(|segment| segment.used_blocks == 0)
+            .map(|segment| (segment.touched, segment.size))
+            .collect();
+        idle.sort_unstable();
+        // The touch time below which segments go: the oldest ones that add up to `bytes`.
+        let mut total = 0u64;
+        let mut cutoff = 0u64;
+        for (touched, size) in idle {
+            if total >= bytes {
+                break;
+            }
+            total += size;
+            cutoff = touched;
+        }
+        self.release_segments(ordering, |touched| touched > cutoff)
+    }
+
     /// Gives back every segment with no used block whose points are complete and for which
     /// `keep(touched)` is false.
     pub fn release_segments(

@@ -472,7 +472,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             && kind == PoolKind::Large
             && self.large.idle_segment_bytes() >= rounded
         {
-            let released = self.large.release_segments(ordering, |_| false);
+            let released = self.large.release_least_recent(ordering, rounded);
             self.dealloc_segments(released);
         }
         let segment_size = self.pool_ref(kind).policy().segments.segment_size(rounded);
