@@ -154,7 +154,7 @@ impl CudaServer {
             nvrtc,
             l2_cache_bytes: info.l2_cache_bytes,
             // Mapped pages are granted to their own device only: no peer copies from them.
-            peer_copy: config.cuda.peer_copy && !config.memory.paged,
+            peer_copy: config.cuda.peer_copy && !config.memory.paged && !config.memory.growable,
         };
         let utilities = ServerUtilities::new(device.to_id(), properties, cuda_info, layout, config)
             .with_staging(Arc::new(PinnedStaging(pinned.clone())));

@@ -637,3 +637,57 @@ fn paged_memory_backs_large_buffers_and_recycles_pages() {
     let usage = client.memory_usage().unwrap();
     assert_eq!(usage.bytes_reserved, 0, "{usage:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn growable_memory_keeps_data_reuses_freed_pages_and_gives_them_back_on_cleanup() {
+    let mut config = CubertConfig::default();
+    config.memory.growable = true;
+    let client = client_with(&config);
+    let mib = 1usize << 20;
+    let a_data = values(16 * mib, 21);
+    let b_data = values(4 * mib, 22);
+    let a = client.create(Bytes::from_slice(&a_data)).unwrap();
+    let b = client.create(Bytes::from_slice(&b_data)).unwrap();
+    let sum = client.empty(4 * mib * 4).unwrap();
+    ops::add(&client, &b, &b, &sum, 4 * mib, ElemType::F32).unwrap();
+    let doubled: Vec<f32> = b_data.iter().map(|v| v + v).collect();
+    assert_eq!(
+        client.read_one(sum.clone()).unwrap().to_elems::<f32>(),
+        doubled
+    );
+    let growable = |client: &ComputeClient<CudaRuntime>| {
+        client
+            .memory_report()
+            .unwrap()
+            .pools
+            .into_iter()
+            .find(|p| p.name == "growable")
+            .expect("a growable pool")
+    };
+    let pool = growable(&client);
+    assert_eq!(pool.allocations, 3);
+    // 64 MiB + 16 MiB + 16 MiB, one after the other in the stream's range: 48 pages.
+    assert_eq!(pool.bytes_reserved, 96 << 20);
+    drop(a);
+    client.sync().unwrap();
+    // A smaller block goes where `a` was, on its mapped pages: nothing new is created.
+    let c_data = values(10 * mib, 23);
+    let c = client.create(Bytes::from_slice(&c_data)).unwrap();
+    assert_eq!(
+        client.read_one(c.clone()).unwrap().to_elems::<f32>(),
+        c_data
+    );
+    assert_eq!(
+        client.read_one(b.clone()).unwrap().to_elems::<f32>(),
+        b_data
+    );
+    assert_eq!(growable(&client).bytes_reserved, 96 << 20);
+    drop((b, c, sum));
+    client.memory_cleanup();
+    let usage = client.memory_usage().unwrap();
+    assert_eq!(usage.bytes_reserved, 0, "{usage:?}");
+    // The range grows again after a cleanup.
+    let d = client.create(Bytes::from_slice(&a_data)).unwrap();
+    assert_eq!(client.read_one(d).unwrap().to_elems::<f32>(), a_data);
+}

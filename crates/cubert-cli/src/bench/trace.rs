@@ -6,8 +6,8 @@
 //! The traces: the anchors' trace file (no `MODEL` in the names; skipped when not found)
 //! and the generated training loops of `cubert::memory::training_trace` (`MODEL` is
 //! `transformer`, `mlp`, `convnet`). `--write-traces DIR` also writes the generated ones
-//! as `DIR/MODEL.txt`, for peers to replay the same events
-//! (`scripts/anchors/torch_trace.py`).
+//! as `DIR/MODEL.txt` (and the anchors' as `DIR/alloc_trace.txt`), for peers to replay the
+//! same events (`scripts/anchors/torch_trace.py`).
 //!
 //! Each trace (`alloc ID SIZE` / `free ID` lines, parsed by `AllocationTrace::parse`) is
 //! replayed through fresh clients of their own servers (so the memory reports' peaks belong
@@ -135,6 +135,12 @@ pub fn run<R: CliRuntime>(
         ),
         Some(path) => match AllocationTrace::read(path) {
             Ok(trace) => {
+                if let Some(dir) = write_to {
+                    let copy = dir.join("alloc_trace.txt");
+                    std::fs::write(&copy, trace.to_text()).map_err(|error| {
+                        CliError::failure(format!("can't write {}: {error}", copy.display()))
+                    })?;
+                }
                 let file = path
                     .file_name()
                     .map(|name| name.to_string_lossy().into_owned())

@@ -692,7 +692,8 @@ impl BlockPool {
     }
 }
 
-fn merge_points(into: &mut Vec<StreamPoint>, from: &[StreamPoint]) {
+/// Adds `from` to `into`, keeping one point per stream (the later one).
+pub(crate) fn merge_points(into: &mut Vec<StreamPoint>, from: &[StreamPoint]) {
     for point in from {
         match into.iter_mut().find(|p| p.stream == point.stream) {
             Some(existing) => existing.seq = existing.seq.max(point.seq),

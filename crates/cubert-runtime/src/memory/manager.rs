@@ -18,9 +18,13 @@
 //!
 //! With `paged` and a storage that can map pages (CUDA virtual memory), large requests go to
 //! a [`PagedPool`] instead: each gets its own address range backed by individually mapped
-//! physical pages, so freed memory is never stranded by fragmentation.
+//! physical pages, so freed memory is never stranded by fragmentation. With `growable`
+//! they go to a [`GrowablePool`]: one growable address range per stream, carved like a heap,
+//! pages mapped only where blocks lie; its pages go back on `cleanup` (and so on the
+//! out-of-memory retry) only.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
+use super::growable_pool::GrowablePool;
 use super::id_map::IdMap;
 use super::mode::{MemoryAllocationMode, ModeTable};
 use super::ordering::{StreamOrdering, StreamPoint};
@@ -86,6 +90,11 @@ settings! {
         /// per page; reuse of a freed block of the same page count costs none.
         #[serde(deserialize_with = "values::flag")]
         pub paged: bool,
+        /// Serve large requests from one growable, page-mapped address range per stream
+        /// (`growable_pool`: PyTorch's expandable segments) where the storage can map pages.
+        /// Takes precedence over `paged`.
+        #[serde(deserialize_with = "values::flag")]
+        pub growable: bool,
     }
 }
 
@@ -103,6 +112,7 @@ impl Default for MemoryOptions {
             idle_release: Some(Duration::from_secs(10)),
             compact_before_growth: true,
             paged: false,
+            growable: false,
         }
     }
 }
@@ -123,6 +133,7 @@ impl MemoryOptions {
             idle_release: self.idle_release,
             compact_before_growth: self.compact_before_growth,
             paged: self.paged,
+            growable: self.growable,
         }
     }
 }
@@ -146,6 +157,7 @@ enum PoolKind {
     Large,
     Persistent,
     Paged,
+    Growable,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -177,6 +189,7 @@ pub struct MemoryManager<S: ComputeStorage> {
     large: BlockPool,
     persistent: BlockPool,
     paged: Option<PagedPool>,
+    growable: Option<GrowablePool>,
     slices: IdMap<Slice>,
     /// Allocations whose handles were all dropped before their reservation ran (see
     /// [`Self::release_early`]).
@@ -221,6 +234,11 @@ impl<S: ComputeStorage> MemoryManager<S> {
             max_split_waste: None,
         });
         let paged = options.paged.then(PagedPool::new);
+        // Each stream's address range: twice the largest allocation (the device's memory),
+        // so that blocks stranded at the start never keep the range from growing.
+        let growable = options
+            .growable
+            .then(|| GrowablePool::new(limits.max_allocation.saturating_mul(2)));
         Self {
             storage,
             options,
@@ -229,6 +247,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             large,
             persistent,
             paged,
+            growable,
             slices: IdMap::default(),
             released_early: IdMap::default(),
             modes: ModeTable::default(),
@@ -288,7 +307,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn pool(&mut self, kind: PoolKind) -> &mut BlockPool {
         match kind {
             PoolKind::Small => &mut self.small,
-            PoolKind::Large | PoolKind::Paged => &mut self.large,
+            PoolKind::Large | PoolKind::Paged | PoolKind::Growable => &mut self.large,
             PoolKind::Persistent => &mut self.persistent,
         }
     }
@@ -296,7 +315,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn pool_ref(&self, kind: PoolKind) -> &BlockPool {
         match kind {
             PoolKind::Small => &self.small,
-            PoolKind::Large | PoolKind::Paged => &self.large,
+            PoolKind::Large | PoolKind::Paged | PoolKind::Growable => &self.large,
             PoolKind::Persistent => &self.persistent,
         }
     }
@@ -304,6 +323,71 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// Whether large requests go to the paged pool.
     fn pages_large(&mut self) -> bool {
         self.paged.is_some() && self.storage.pager().is_some()
+    }
+
+    /// Whether large requests go to the growable pool.
+    fn grows_large(&mut self) -> bool {
+        self.growable.is_some() && self.storage.pager().is_some()
+    }
+
+    /// Reserves a block of the growable pool; on out of memory (the capacity, or the
+    /// device), gives back every cached segment and free page and tries once more.
+    fn reserve_growable(
+        &mut self,
+        rounded: u64,
+        requested: u64,
+        stream: StreamId,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<Taken, IoError> {
+        let mut last_error = None;
+        for attempt in 0..2 {
+            if attempt == 1 {
+                self.cleanup(ordering);
+            }
+            if let Some(capacity) = self.limits.capacity {
+                let reserved = self.reserved();
+                if reserved.saturating_add(rounded) > capacity {
+                    last_error = Some(IoError::OutOfMemory {
+                        requested,
+                        reserved,
+                        free: capacity.saturating_sub(reserved),
+                        reason: format!(
+                            "the device's memory limit of {} is reached",
+                            format_bytes(capacity)
+                        ),
+                        backtrace: BackTrace::capture(),
+                    });
+                    continue;
+                }
+            }
+            let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager())
+            else {
+                return Err(IoError::invalid("the storage has no page mapper"));
+            };
+            let before = growable.stats();
+            let outcome = growable.reserve(rounded, requested, stream, pager, ordering);
+            let after = growable.stats();
+            self.storage_allocations += after.growths - before.growths;
+            match outcome {
+                Ok((slot, offset)) => {
+                    self.peak_reserved = self.peak_reserved.max(self.reserved());
+                    return Ok(Taken {
+                        segment: slot,
+                        offset,
+                        block_size: rounded,
+                    });
+                }
+                Err(error @ IoError::OutOfMemory { .. }) => last_error = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| IoError::OutOfMemory {
+            requested,
+            reserved: self.reserved(),
+            free: 0,
+            reason: "no physical page could be created".into(),
+            backtrace: BackTrace::capture(),
+        }))
     }
 
     /// Reserves a paged block; on out of memory, gives back every cached block and page and
@@ -420,6 +504,10 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 };
                 match cached_persistent {
                     Some(taken) => (PoolKind::Persistent, taken),
+                    None if rounded > self.options.small_max_request && self.grows_large() => {
+                        let taken = self.reserve_growable(rounded, size, stream, ordering)?;
+                        (PoolKind::Growable, taken)
+                    }
                     None if rounded > self.options.small_max_request && self.pages_large() => {
                         let taken = self.reserve_paged(rounded, size, stream, ordering)?;
                         (PoolKind::Paged, taken)
@@ -557,6 +645,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 .as_mut()
                 .is_some_and(|paged| paged.free(slice.taken.segment, points));
         }
+        if slice.pool == PoolKind::Growable {
+            return self
+                .growable
+                .as_mut()
+                .is_some_and(|growable| growable.free(slice.taken.segment, points));
+        }
         let tick = self.tick_ms;
         self.pool(slice.pool)
             .free(slice.taken.segment, slice.taken.offset, points, tick)
@@ -583,13 +677,14 @@ impl<S: ComputeStorage> MemoryManager<S> {
         self.released_early.len()
     }
 
-    /// Whether `id` is bound to a block of the paged pool. Its pages can be taken back for
-    /// other sizes only once the device is known to be done with it, so a backend should
-    /// make the completion of its last use observable (record an event) when freeing it.
+    /// Whether `id` is bound to page-mapped memory (the paged or the growable pool). Its
+    /// pages can be taken back for other blocks only once the device is known to be done
+    /// with it, so a backend should make the completion of its last use observable (record
+    /// an event) when freeing it.
     pub fn is_paged(&self, id: MemoryId) -> bool {
         self.slices
             .get(&id)
-            .is_some_and(|slice| slice.pool == PoolKind::Paged)
+            .is_some_and(|slice| matches!(slice.pool, PoolKind::Paged | PoolKind::Growable))
     }
 
     /// The slice bound to `id`.
@@ -597,6 +692,8 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let slice = self.slices.get(&id)?;
         let (storage, _) = if slice.pool == PoolKind::Paged {
             self.paged.as_ref()?.storage_of(slice.taken.segment)?
+        } else if slice.pool == PoolKind::Growable {
+            self.growable.as_ref()?.storage_of(slice.taken.segment)?
         } else {
             self.pool_ref(slice.pool)
                 .storage_of(slice.taken.segment, slice.taken.offset)?
@@ -631,7 +728,17 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// Gives back every entirely free segment whose stream points are complete. Returns the
     /// number of bytes given back.
     pub fn cleanup(&mut self, ordering: &mut dyn StreamOrdering) -> u64 {
-        self.release_where(ordering, |_| false)
+        let mut bytes = self.release_where(ordering, |_| false);
+        // The growable pool's pages go back only here (and so on an out-of-memory retry),
+        // never on the idle timer: a training loop's next step would map them again.
+        if let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager()) {
+            let given = growable.release(pager, ordering);
+            if given > 0 {
+                self.storage_deallocations += 1;
+            }
+            bytes += given;
+        }
+        bytes
     }
 
     /// Gives back entirely free segments untouched for the configured idle time.
@@ -681,6 +788,24 @@ impl<S: ComputeStorage> MemoryManager<S> {
             + self.large.stats().bytes_reserved
             + self.persistent.stats().bytes_reserved
             + self.paged.as_ref().map_or(0, |p| p.stats().bytes_reserved)
+            + self
+                .growable
+                .as_ref()
+                .map_or(0, |g| g.stats().bytes_reserved)
+    }
+
+    fn growable_usage(&self) -> MemoryUsage {
+        self.growable
+            .as_ref()
+            .map_or(MemoryUsage::default(), |growable| {
+                let stats = growable.stats();
+                MemoryUsage {
+                    number_allocs: stats.allocations,
+                    bytes_in_use: stats.bytes_in_use,
+                    bytes_padding: stats.bytes_padding,
+                    bytes_reserved: stats.bytes_reserved,
+                }
+            })
     }
 
     fn paged_usage(&self) -> MemoryUsage {
@@ -708,7 +833,10 @@ impl<S: ComputeStorage> MemoryManager<S> {
                     bytes_reserved: stats.bytes_reserved,
                 }
             })
-            .fold(self.paged_usage(), |acc, usage| acc.combine(&usage))
+            .fold(
+                self.paged_usage().combine(&self.growable_usage()),
+                |acc, usage| acc.combine(&usage),
+            )
     }
 
     /// Usage per pool, with peaks and device allocation counts.
@@ -741,6 +869,19 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 allocations: stats.allocations,
                 free_blocks: stats.cached_blocks,
                 largest_free_block: stats.bytes_free,
+            });
+        }
+        if let Some(growable) = &self.growable {
+            let stats = growable.stats();
+            pools.push(PoolReport {
+                name: "growable".to_string(),
+                segments: stats.pages,
+                bytes_reserved: stats.bytes_reserved,
+                bytes_in_use: stats.bytes_in_use,
+                bytes_padding: stats.bytes_padding,
+                allocations: stats.allocations,
+                free_blocks: stats.free_blocks,
+                largest_free_block: 0,
             });
         }
         MemoryReport {

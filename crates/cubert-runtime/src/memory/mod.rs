@@ -11,6 +11,7 @@
 
 pub mod block_pool;
 mod device_memory;
+pub mod growable_pool;
 mod id_map;
 mod manager;
 mod mode;
