@@ -71,13 +71,18 @@ def child(path, label):
     import torch
 
     device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    torch.empty(1, device=device)  # starts CUDA and the allocator before the stats calls
     events, peak_live = read_trace(path)
+    torch.cuda.synchronize(device)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
+    base_reserved = torch.cuda.memory_reserved(device)
     before = torch.cuda.memory_stats(device)
     cold = replay(torch, events, device)
     after = torch.cuda.memory_stats(device)
-    peak_reserved = torch.cuda.max_memory_reserved(device)
+    # Less the 512-byte warm-up tensor's segment, still reserved.
+    peak_reserved = torch.cuda.max_memory_reserved(device) - base_reserved
     warm = replay(torch, events, device)
     print(
         json.dumps(

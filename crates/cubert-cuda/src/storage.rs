@@ -180,7 +180,8 @@ impl PageMapper for CudaStorage {
 
     fn release_page(&mut self, page: PageId) {
         if self.pages.remove(&page.0) && self.context.bind().is_ok() {
-            // SAFETY: the page was created by `create_page` and is released once, unmapped.
+            // SAFETY: the page (or block) was created by `create_page` (`create_block`) and is
+            // released once, unmapped.
             let _ = unsafe { driver::memory::release(page.0) };
         }
     }
@@ -211,14 +212,57 @@ impl PageMapper for CudaStorage {
         access.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
         access.location.id = self.context.ordinal() as i32;
         access.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        // One call per mapped page: each page is its own physical allocation.
-        let page = self.page_size();
-        for offset in (start..start + size).step_by(page as usize) {
-            // The page at `offset` of the range is mapped.
-            driver::memory::set_access(ptr + offset, page as usize, &access)
-                .map_err(|failure| self.failed(failure, size))?;
+        // One call for the whole run, across the physical allocations mapped in it (as
+        // PyTorch's expandable segments do): every page of it is mapped.
+        driver::memory::set_access(ptr + start, size as usize, &access)
+            .map_err(|failure| self.failed(failure, size))
+    }
+
+    fn max_block_pages(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn create_block(&mut self, pages: u64) -> Result<PageId, IoError> {
+        let size = self.page_size().saturating_mul(pages);
+        self.context
+            .bind()
+            .map_err(|failure| self.failed(failure, size))?;
+        let prop = self.properties();
+        // `size` is a whole number of granules.
+        let handle = driver::memory::create(size as usize, &prop)
+            .map_err(|failure| self.failed(failure, size))?;
+        self.pages.insert(handle);
+        Ok(PageId(handle))
+    }
+
+    fn map_block(
+        &mut self,
+        range: StorageId,
+        offset: u64,
+        block: PageId,
+        pages: u64,
+    ) -> Result<(), IoError> {
+        let size = self.page_size().saturating_mul(pages);
+        let (ptr, range_size) = *self
+            .ranges
+            .get(&range)
+            .ok_or_else(|| IoError::not_found("unknown address range"))?;
+        if offset.saturating_add(size) > range_size {
+            return Err(IoError::invalid("a block mapped past the end of its range"));
         }
-        Ok(())
+        driver::memory::map(ptr + offset, size as usize, block.0)
+            .map_err(|failure| self.failed(failure, size))
+    }
+
+    fn unmap_block(&mut self, range: StorageId, start: u64, pages: u64) {
+        if let Some((ptr, _)) = self.ranges.get(&range).copied()
+            && self.context.bind().is_ok()
+        {
+            let size = self.page_size().saturating_mul(pages);
+            // SAFETY: the block was mapped whole at `start` by `map_block` and no work uses
+            // it (the pools unmap only blocks whose stream points are complete).
+            let _ = unsafe { driver::memory::unmap(ptr + start, size as usize) };
+        }
     }
 
     fn unmap(&mut self, range: StorageId, start: u64, size: u64) {

@@ -119,6 +119,50 @@ pub trait PageMapper {
     /// Unmaps `size` bytes of `range` from `offset` (whole pages). No work may use them any
     /// more.
     fn unmap(&mut self, range: StorageId, offset: u64, size: u64);
+
+    /// Most pages one physical block may hold ([`Self::create_block`]): 1 unless the driver
+    /// allocates, maps and unmaps blocks of several pages as one.
+    fn max_block_pages(&self) -> u64 {
+        1
+    }
+
+    /// Allocates one physical block of `pages` pages (at most [`Self::max_block_pages`]),
+    /// mapped and unmapped as one ([`Self::map_block`], [`Self::unmap_block`]).
+    ///
+    /// # Errors
+    /// [`IoError::OutOfMemory`] when the device has no room; a refusal for more pages than
+    /// the mapper allows.
+    fn create_block(&mut self, pages: u64) -> Result<PageId, IoError> {
+        if pages == 1 {
+            self.create_page()
+        } else {
+            Err(IoError::invalid("this mapper allocates one page at a time"))
+        }
+    }
+
+    /// Maps block `block` of `pages` pages at `offset` bytes into `range`.
+    ///
+    /// # Errors
+    /// The driver's refusal.
+    fn map_block(
+        &mut self,
+        range: StorageId,
+        offset: u64,
+        block: PageId,
+        pages: u64,
+    ) -> Result<(), IoError> {
+        if pages == 1 {
+            self.map(range, offset, block)
+        } else {
+            Err(IoError::invalid("this mapper maps one page at a time"))
+        }
+    }
+
+    /// Unmaps the block of `pages` pages mapped at `offset` of `range`. No work may use it
+    /// any more.
+    fn unmap_block(&mut self, range: StorageId, offset: u64, pages: u64) {
+        self.unmap(range, offset, pages * self.page_size());
+    }
 }
 
 /// A resolved resource that keeps its memory alive while the caller holds it.

@@ -18,7 +18,9 @@
 //!   (`memory_cleanup`, the out-of-memory retry).
 //!
 //! Among the free blocks that fit, the pool prefers the one whose pages are already mapped,
-//! then the smallest; it looks at the 16 best-fitting ones.
+//! then the smallest; it looks at the 16 best-fitting ones. Where the mapper allocates
+//! physical blocks of several pages (CUDA), the pool's page is such a block of 16 MiB: one
+//! `cuMemCreate` and one `cuMemMap` per 16 MiB, one `cuMemSetAccess` per growth.
 //!
 //! Blocks of a stream are reused on that stream at once (its work is ordered); the pages of
 //! a free block are unmapped only once its stream points are complete.
@@ -32,6 +34,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Free blocks looked at per request (the best-fitting ones).
 const CANDIDATES: usize = 16;
+/// Bytes of the physical blocks the pool maps, where the mapper allocates blocks of several
+/// pages: fewer driver calls than one per 2 MiB page (PyTorch's expandable segments map
+/// 20 MiB at a time), fine enough that the range's tail and page moves waste little.
+const BLOCK_BYTES: u64 = 16 << 20;
 /// Pages the pool may hold beyond 1 % over the live peak before it moves pages instead of
 /// creating them.
 const SPARE_PAGES: u64 = 4;
@@ -84,7 +90,9 @@ pub struct GrowableStats {
 /// The growable pool. See the module docs.
 pub struct GrowablePool {
     range_size: u64,
+    /// The pool's page: `block_pages` of the mapper's pages, allocated and mapped as one.
     page_size: u64,
+    block_pages: u64,
     heaps: HashMap<u64, Heap>,
     /// Live blocks by slot: (stream key, offset).
     slots: Vec<Option<(u64, u64)>>,
@@ -102,6 +110,7 @@ impl GrowablePool {
         Self {
             range_size,
             page_size: 1,
+            block_pages: 1,
             heaps: HashMap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -138,7 +147,12 @@ impl GrowablePool {
         mapper: &mut dyn PageMapper,
         ordering: &mut dyn StreamOrdering,
     ) -> Result<(u32, u64), IoError> {
-        self.page_size = mapper.page_size().max(1);
+        if self.stats.pages == 0 && self.heaps.is_empty() {
+            let device_page = mapper.page_size().max(1);
+            self.block_pages =
+                (BLOCK_BYTES / device_page).clamp(1, mapper.max_block_pages().max(1));
+            self.page_size = device_page * self.block_pages;
+        }
         let key = stream.value;
         if !self.heaps.contains_key(&key) {
             let range_size = self.range_size.div_ceil(self.page_size) * self.page_size;
@@ -310,7 +324,9 @@ impl GrowablePool {
             let Some(heap) = self.heaps.get_mut(&key) else {
                 return Err(IoError::invalid("no address range for the stream"));
             };
-            if let Err(error) = mapper.map(heap.range, page_index * page_size, page) {
+            if let Err(error) =
+                mapper.map_block(heap.range, page_index * page_size, page, self.block_pages)
+            {
                 self.spare.push(page);
                 return Err(error);
             }
@@ -350,7 +366,7 @@ impl GrowablePool {
         if over_budget && let Some(page) = self.take_free_page(key, needed, mapper, ordering) {
             return Ok(page);
         }
-        match mapper.create_page() {
+        match mapper.create_block(self.block_pages) {
             Ok(page) => {
                 *grew = true;
                 self.stats.pages += 1;
@@ -414,7 +430,7 @@ impl GrowablePool {
             if let Some(index) = victim
                 && let Some(page) = heap.mapped.remove(&index)
             {
-                mapper.unmap(heap.range, index * page_size, page_size);
+                mapper.unmap_block(heap.range, index * page_size, self.block_pages);
                 self.stats.pages_moved += 1;
                 return Some(page);
             }
@@ -627,6 +643,76 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A fake whose physical blocks hold 4 pages.
+    #[derive(Default)]
+    struct BlockMapper(FakeMapper);
+
+    impl PageMapper for BlockMapper {
+        fn page_size(&self) -> u64 {
+            PAGE / 4
+        }
+        fn reserve_range(&mut self, size: u64) -> Result<StorageId, IoError> {
+            self.0.reserve_range(size)
+        }
+        fn free_range(&mut self, range: StorageId) {
+            self.0.free_range(range)
+        }
+        fn create_page(&mut self) -> Result<PageId, IoError> {
+            panic!("the pool creates blocks")
+        }
+        fn release_page(&mut self, page: PageId) {
+            self.0.release_page(page)
+        }
+        fn map(&mut self, _: StorageId, _: u64, _: PageId) -> Result<(), IoError> {
+            panic!("the pool maps blocks")
+        }
+        fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
+            self.0.grant_access(range, start, size)
+        }
+        fn unmap(&mut self, _: StorageId, _: u64, _: u64) {
+            panic!("the pool unmaps blocks")
+        }
+        fn max_block_pages(&self) -> u64 {
+            4
+        }
+        fn create_block(&mut self, pages: u64) -> Result<PageId, IoError> {
+            assert_eq!(pages, 4);
+            self.0.create_page()
+        }
+        fn map_block(
+            &mut self,
+            range: StorageId,
+            offset: u64,
+            block: PageId,
+            pages: u64,
+        ) -> Result<(), IoError> {
+            assert_eq!(pages, 4);
+            self.0.map(range, offset, block)
+        }
+        fn unmap_block(&mut self, range: StorageId, offset: u64, pages: u64) {
+            assert_eq!(pages, 4);
+            self.0.unmap(range, offset, PAGE);
+        }
+    }
+
+    #[test]
+    fn blocks_of_several_pages_are_created_mapped_and_moved_whole() {
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), BlockMapper::default());
+        let stream = StreamId::new(0);
+        let mut reserve = |pool: &mut GrowablePool, size| {
+            pool.reserve(size, size, stream, &mut mapper, &mut HostOrdering)
+                .unwrap()
+                .0
+        };
+        let a = reserve(&mut pool, 100 * MIB);
+        let _b = reserve(&mut pool, 100 * MIB);
+        pool.free(a, Vec::new());
+        reserve(&mut pool, 150 * MIB);
+        assert!(pool.stats().pages_moved > 0);
+        assert_eq!(pool.stats().bytes_reserved, pool.stats().pages * PAGE);
+        pool.release(&mut mapper, &mut HostOrdering);
     }
 
     fn reserve(pool: &mut GrowablePool, mapper: &mut FakeMapper, size: u64) -> u32 {
