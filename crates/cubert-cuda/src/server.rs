@@ -128,10 +128,15 @@ impl CudaServer {
             properties.memory.pitch_alignment = config.cuda.pitch_alignment;
         }
         let total = properties.memory.total_memory;
+        // Mapped pages are granted to their own device only, so a peer copy can't read them:
+        // with several GPUs and peer copies on, large blocks stay in the block pools.
+        let mut memory_options = config.memory.options();
+        memory_options.growable &= crate::device_count() <= 1 || !config.cuda.peer_copy;
+        let maps_pages = memory_options.paged || memory_options.growable;
         let memory = DeviceMemory::new(
             device.to_id(),
             CudaStorage::new(context.clone()),
-            config.memory.options(),
+            memory_options,
             MemoryLimits {
                 max_allocation: total,
                 capacity: (config.cuda.memory_limit > 0).then_some(config.cuda.memory_limit),
@@ -154,7 +159,7 @@ impl CudaServer {
             nvrtc,
             l2_cache_bytes: info.l2_cache_bytes,
             // Mapped pages are granted to their own device only: no peer copies from them.
-            peer_copy: config.cuda.peer_copy && !config.memory.paged && !config.memory.growable,
+            peer_copy: config.cuda.peer_copy && !maps_pages,
         };
         let utilities = ServerUtilities::new(device.to_id(), properties, cuda_info, layout, config)
             .with_staging(Arc::new(PinnedStaging(pinned.clone())));

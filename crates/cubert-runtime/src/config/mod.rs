@@ -24,7 +24,7 @@
 //! idle_release_ms = 10000      # 0 keeps free segments forever
 //! compact_before_growth = true # give free segments back before allocating new ones
 //! paged = false                # large blocks from mapped pages (CUDA virtual memory)
-//! growable = false             # large blocks from one growable mapped range per stream
+//! growable = true              # large blocks from one growable mapped range per stream
 //!
 //! [cpu]
 //! devices = 1                  # virtual CPU devices

@@ -471,7 +471,7 @@ mod tests {
             ("memory", "idle_release_ms", 0.into()),
             ("memory", "compact_before_growth", false.into()),
             ("memory", "paged", "yes".into()),
-            ("memory", "growable", true.into()),
+            ("memory", "growable", false.into()),
             ("cpu", "devices", 4.into()),
             ("cpu", "threads", 2.into()),
             ("cpu", "memory_limit", "1 GiB".into()),

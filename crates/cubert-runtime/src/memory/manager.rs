@@ -91,8 +91,10 @@ settings! {
         #[serde(deserialize_with = "values::flag")]
         pub paged: bool,
         /// Serve large requests from one growable, page-mapped address range per stream
-        /// (`growable_pool`: PyTorch's expandable segments) where the storage can map pages.
-        /// Takes precedence over `paged`.
+        /// (`growable_pool`: PyTorch's expandable segments) where the storage can map pages
+        /// (CUDA; the CPU keeps the block pools). On by default; `paged`, when on, takes
+        /// precedence. On CUDA hosts with several GPUs it is off while peer copies are on
+        /// (`[cuda] peer_copy`): mapped pages are granted to their own GPU only.
         #[serde(deserialize_with = "values::flag")]
         pub growable: bool,
     }
@@ -112,7 +114,7 @@ impl Default for MemoryOptions {
             idle_release: Some(Duration::from_secs(10)),
             compact_before_growth: true,
             paged: false,
-            growable: false,
+            growable: true,
         }
     }
 }
@@ -504,13 +506,13 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 };
                 match cached_persistent {
                     Some(taken) => (PoolKind::Persistent, taken),
-                    None if rounded > self.options.small_max_request && self.grows_large() => {
-                        let taken = self.reserve_growable(rounded, size, stream, ordering)?;
-                        (PoolKind::Growable, taken)
-                    }
                     None if rounded > self.options.small_max_request && self.pages_large() => {
                         let taken = self.reserve_paged(rounded, size, stream, ordering)?;
                         (PoolKind::Paged, taken)
+                    }
+                    None if rounded > self.options.small_max_request && self.grows_large() => {
+                        let taken = self.reserve_growable(rounded, size, stream, ordering)?;
+                        (PoolKind::Growable, taken)
                     }
                     None => {
                         let kind = if rounded <= self.options.small_max_request {
