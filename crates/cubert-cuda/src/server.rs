@@ -132,7 +132,9 @@ impl CudaServer {
         // with several GPUs and peer copies on, large blocks stay in the block pools.
         let mut memory_options = config.memory.options();
         memory_options.growable &= crate::device_count() <= 1 || !config.cuda.peer_copy;
-        let maps_pages = memory_options.paged || memory_options.growable;
+        // The growable pool is on here only where no other GPU could read its pages (one
+        // GPU: peer copies are between servers of this GPU), so it leaves them on.
+        let maps_pages = memory_options.paged;
         let memory = DeviceMemory::new(
             device.to_id(),
             CudaStorage::new(context.clone()),

@@ -472,6 +472,7 @@ mod tests {
             ("memory", "compact_before_growth", false.into()),
             ("memory", "paged", "yes".into()),
             ("memory", "growable", false.into()),
+            ("memory", "growable_block", "4 MiB".into()),
             ("cpu", "devices", 4.into()),
             ("cpu", "threads", 2.into()),
             ("cpu", "memory_limit", "1 GiB".into()),

@@ -19,8 +19,9 @@
 //!
 //! Among the free blocks that fit, the pool prefers the one whose pages are already mapped,
 //! then the smallest; it looks at the 16 best-fitting ones. Where the mapper allocates
-//! physical blocks of several pages (CUDA), the pool's page is such a block of 16 MiB: one
-//! `cuMemCreate` and one `cuMemMap` per 16 MiB, one `cuMemSetAccess` per growth.
+//! physical blocks of several pages (CUDA), the pool's page is such a block
+//! (`[memory] growable_block`, 16 MiB by default): one `cuMemCreate` and one `cuMemMap` per
+//! block, one `cuMemSetAccess` per growth.
 //!
 //! Blocks of a stream are reused on that stream at once (its work is ordered); the pages of
 //! a free block are unmapped only once its stream points are complete.
@@ -34,10 +35,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Free blocks looked at per request (the best-fitting ones).
 const CANDIDATES: usize = 16;
-/// Bytes of the physical blocks the pool maps, where the mapper allocates blocks of several
-/// pages: fewer driver calls than one per 2 MiB page (PyTorch's expandable segments map
-/// 20 MiB at a time), fine enough that the range's tail and page moves waste little.
-const BLOCK_BYTES: u64 = 16 << 20;
 /// Pages the pool may hold beyond 1 % over the live peak before it moves pages instead of
 /// creating them.
 const SPARE_PAGES: u64 = 4;
@@ -85,11 +82,17 @@ pub struct GrowableStats {
     pub growths: u64,
     /// Pages moved from under a free block to where a request needed them.
     pub pages_moved: u64,
+    /// Growths whose pages were all given back (counted when the pool holds no page any
+    /// more), so `growths - growths_released` is the growths whose memory is still held.
+    pub growths_released: u64,
 }
 
 /// The growable pool. See the module docs.
 pub struct GrowablePool {
     range_size: u64,
+    /// Bytes of the physical blocks to map where the mapper allocates blocks of several
+    /// pages (`[memory] growable_block`).
+    block_bytes: u64,
     /// The pool's page: `block_pages` of the mapper's pages, allocated and mapped as one.
     page_size: u64,
     block_pages: u64,
@@ -105,10 +108,14 @@ pub struct GrowablePool {
 }
 
 impl GrowablePool {
-    /// An empty pool whose streams each reserve `range_size` bytes of address space.
-    pub fn new(range_size: u64) -> Self {
+    /// An empty pool whose streams each reserve `range_size` bytes of address space, and
+    /// which maps physical blocks of about `block_bytes` where the mapper allows (fewer
+    /// driver calls than one per 2 MiB page; PyTorch's expandable segments map 20 MiB at a
+    /// time).
+    pub fn new(range_size: u64, block_bytes: u64) -> Self {
         Self {
             range_size,
+            block_bytes,
             page_size: 1,
             block_pages: 1,
             heaps: HashMap::new(),
@@ -150,7 +157,7 @@ impl GrowablePool {
         if self.stats.pages == 0 && self.heaps.is_empty() {
             let device_page = mapper.page_size().max(1);
             self.block_pages =
-                (BLOCK_BYTES / device_page).clamp(1, mapper.max_block_pages().max(1));
+                (self.block_bytes / device_page).clamp(1, mapper.max_block_pages().max(1));
             self.page_size = device_page * self.block_pages;
         }
         let key = stream.value;
@@ -538,6 +545,9 @@ impl GrowablePool {
         }
         self.stats.pages -= count;
         self.stats.bytes_reserved -= count * page_size;
+        if self.stats.pages == 0 {
+            self.stats.growths_released = self.stats.growths;
+        }
         // Physical memory may grow back to what is live before moving pages again.
         self.budget = self.live_bytes + self.live_bytes / 100 + SPARE_PAGES * page_size;
         count * page_size
@@ -699,7 +709,7 @@ mod tests {
 
     #[test]
     fn blocks_of_several_pages_are_created_mapped_and_moved_whole() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), BlockMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), BlockMapper::default());
         let stream = StreamId::new(0);
         let mut reserve = |pool: &mut GrowablePool, size| {
             pool.reserve(size, size, stream, &mut mapper, &mut HostOrdering)
@@ -723,7 +733,7 @@ mod tests {
 
     #[test]
     fn a_freed_block_serves_a_smaller_request_without_driver_calls() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), FakeMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         assert!(pool.free(a, Vec::new()));
         let maps = mapper.maps;
@@ -735,7 +745,7 @@ mod tests {
 
     #[test]
     fn a_larger_request_maps_only_the_pages_past_the_end() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), FakeMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         pool.free(a, Vec::new());
         reserve(&mut pool, &mut mapper, 70 * MIB);
@@ -745,7 +755,7 @@ mod tests {
 
     #[test]
     fn pages_move_from_free_blocks_once_the_pool_holds_the_live_peak() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), FakeMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
         // Two 100 MiB blocks; the first freed; a 150 MiB request doesn't fit its hole.
         let a = reserve(&mut pool, &mut mapper, 100 * MIB);
         let _b = reserve(&mut pool, &mut mapper, 100 * MIB);
@@ -765,7 +775,7 @@ mod tests {
 
     #[test]
     fn release_gives_back_pages_under_free_blocks_and_reuse_maps_them_again() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40), FakeMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let b = reserve(&mut pool, &mut mapper, 3 * MIB);
         pool.free(a, Vec::new());
@@ -784,7 +794,7 @@ mod tests {
             refuse_pages_after: Some(10),
             ..FakeMapper::default()
         };
-        let mut pool = GrowablePool::new(1 << 40);
+        let mut pool = GrowablePool::new(1 << 40, 16 << 20);
         let a = reserve(&mut pool, &mut mapper, 16 * MIB);
         let error = pool
             .reserve(
@@ -809,7 +819,7 @@ mod tests {
     #[test]
     fn random_sequences_keep_blocks_apart_and_totals_consistent() {
         let mut rng = fastrand::Rng::with_seed(7);
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 36), FakeMapper::default());
+        let (mut pool, mut mapper) = (GrowablePool::new(1 << 36, 16 << 20), FakeMapper::default());
         let mut live: Vec<(u32, u64, u64)> = Vec::new();
         for step in 0..3000 {
             if live.is_empty() || rng.u32(0..100) < 55 {
@@ -863,6 +873,7 @@ mod tests {
         }
         pool.release_all(&mut mapper, &mut HostOrdering);
         assert_eq!(mapper.pages.len(), 0);
+        assert_eq!(pool.stats().growths_released, pool.stats().growths);
         assert!(mapper.mapped.is_empty());
     }
 }

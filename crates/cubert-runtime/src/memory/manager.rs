@@ -97,6 +97,11 @@ settings! {
         /// (`[cuda] peer_copy`): mapped pages are granted to their own GPU only.
         #[serde(deserialize_with = "values::flag")]
         pub growable: bool,
+        /// Physical blocks of the growable pool: allocated, mapped and moved as one, rounded
+        /// to the device's granularity. Larger blocks mean fewer driver calls, smaller ones
+        /// less memory past the live peak.
+        #[serde(deserialize_with = "values::size::<_, 1, GIB>")]
+        pub growable_block: u64,
     }
 }
 
@@ -115,6 +120,7 @@ impl Default for MemoryOptions {
             compact_before_growth: true,
             paged: false,
             growable: true,
+            growable_block: 16 * MIB,
         }
     }
 }
@@ -136,6 +142,7 @@ impl MemoryOptions {
             compact_before_growth: self.compact_before_growth,
             paged: self.paged,
             growable: self.growable,
+            growable_block: self.growable_block.max(1),
         }
     }
 }
@@ -238,9 +245,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let paged = options.paged.then(PagedPool::new);
         // Each stream's address range: twice the largest allocation (the device's memory),
         // so that blocks stranded at the start never keep the range from growing.
-        let growable = options
-            .growable
-            .then(|| GrowablePool::new(limits.max_allocation.saturating_mul(2)));
+        let growable = options.growable.then(|| {
+            GrowablePool::new(
+                limits.max_allocation.saturating_mul(2),
+                options.growable_block,
+            )
+        });
         Self {
             storage,
             options,
@@ -734,11 +744,11 @@ impl<S: ComputeStorage> MemoryManager<S> {
         // The growable pool's pages go back only here (and so on an out-of-memory retry),
         // never on the idle timer: a training loop's next step would map them again.
         if let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager()) {
-            let given = growable.release(pager, ordering);
-            if given > 0 {
-                self.storage_deallocations += 1;
-            }
-            bytes += given;
+            // A growth counts as one device allocation; it is given back once the pool
+            // holds no page of any growth.
+            let before = growable.stats().growths_released;
+            bytes += growable.release(pager, ordering);
+            self.storage_deallocations += growable.stats().growths_released - before;
         }
         bytes
     }
