@@ -17,6 +17,7 @@ use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
 use cubert_runtime::future::{DynFut, ready};
 use cubert_runtime::handle::MemoryId;
+use cubert_runtime::host_slice::HostSlice;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
     DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
@@ -157,6 +158,36 @@ impl CpuServer {
             &mut bytes,
         );
         Ok(bytes)
+    }
+
+    /// Copies the described data straight from device memory into `out` (dense length).
+    fn read_one_into(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        out: &mut [u8],
+    ) -> Result<(), ServerError> {
+        let dense = descriptor.validate()?;
+        if dense != out.len() {
+            return Err(ServerError::Io(IoError::invalid(format!(
+                "read_into: the destination holds {} bytes but the data is {dense} bytes",
+                out.len()
+            ))));
+        }
+        let resource = self.resolve(&descriptor.handle)?;
+        // SAFETY: as in `read_one`.
+        let source = unsafe { std::slice::from_raw_parts(resource.as_ptr(), resource.len()) };
+        if descriptor.is_contiguous() {
+            cubert_runtime::bytes::copy_parallel(out, &source[..dense]);
+        } else {
+            gather(
+                source,
+                &descriptor.shape,
+                &descriptor.strides,
+                descriptor.elem_size,
+                out,
+            );
+        }
+        Ok(())
     }
 
     fn write_one(&mut self, descriptor: &CopyDescriptor, data: &Bytes) -> Result<(), IoError> {
@@ -384,6 +415,21 @@ impl ComputeServer for CpuServer {
             .map(|descriptor| self.read_one(descriptor))
             .collect();
         ready(result)
+    }
+
+    unsafe fn read_into(
+        &mut self,
+        descriptor: CopyDescriptor,
+        mut destination: HostSlice,
+        stream: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        if let Err(error) = self.errors.take(stream) {
+            return ready(Err(error));
+        }
+        // SAFETY: the caller lends the slice until the returned future resolves; it is
+        // written here, before this returns.
+        let out = unsafe { destination.as_mut_slice() };
+        ready(self.read_one_into(&descriptor, out))
     }
 
     fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId) {

@@ -328,6 +328,30 @@ impl From<Vec<u8>> for Bytes {
     }
 }
 
+/// Copies `src` into `dst` (equal lengths; a shorter one bounds the copy), on several
+/// threads for large copies: one thread copies host memory at well under the machine's
+/// bandwidth, so a read landing in the caller's memory would be bound by it.
+pub fn copy_parallel(dst: &mut [u8], src: &[u8]) {
+    const PER_THREAD: usize = 16 << 20;
+    let len = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..len], &src[..len]);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8)
+        .min(len / PER_THREAD)
+        .max(1);
+    if threads == 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = len.div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (d, s) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+            scope.spawn(move || d.copy_from_slice(s));
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,7 @@ pub mod error;
 pub mod future;
 pub use cubert_lang::half_rounding;
 pub mod handle;
+pub mod host_slice;
 pub mod kernel;
 pub mod layout;
 pub mod logging;

@@ -65,6 +65,7 @@ pub mod oom_model;
 pub mod peer_copy;
 pub mod profiling;
 pub mod properties;
+pub mod read_into;
 pub mod staging;
 pub mod tensors;
 pub mod tune;
@@ -326,6 +327,12 @@ macro_rules! __for_each_suite_test {
                 variant_with_an_undersized_output_is_refused_at_the_call,
                 tuned_standard_ops_compute_the_reference,
             }
+            read_into {
+                read_into_fills_the_callers_buffer_after_queued_work,
+                read_into_of_a_large_buffer_or_a_view_matches_read_one,
+                read_tensor_into_gathers_a_strided_region,
+                read_into_a_buffer_of_the_wrong_length_is_refused_and_untouched,
+            }
             write {
                 write_replaces_the_bytes_in_stream_order,
                 write_to_a_view_or_range_changes_only_those_bytes,
@@ -473,7 +480,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 29] = [
+    const SOURCES: [(&str, &str); 30] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -499,6 +506,7 @@ mod tests {
         ("peer_copy", include_str!("peer_copy.rs")),
         ("profiling", include_str!("profiling.rs")),
         ("properties", include_str!("properties.rs")),
+        ("read_into", include_str!("read_into.rs")),
         ("staging", include_str!("staging.rs")),
         ("tensors", include_str!("tensors.rs")),
         ("tune", include_str!("tune.rs")),

@@ -11,6 +11,7 @@ use crate::copy::CopyDescriptor;
 use crate::error::{IoError, ServerError};
 use crate::future::{DynFut, block_on, ready};
 use crate::handle::Handle;
+use crate::host_slice::HostSlice;
 use crate::runtime::Runtime;
 use crate::server::ComputeServer;
 use crate::storage::{ComputeStorage, ManagedResource};
@@ -140,6 +141,57 @@ impl<R: Runtime> ComputeClient<R> {
     /// As [`Self::read_tensor`].
     pub fn read_one_tensor(&self, descriptor: CopyDescriptor) -> Result<Bytes, ServerError> {
         block_on(self.read_one_tensor_async(descriptor))
+    }
+
+    /// Reads `handle`'s bytes into `out`, a buffer the caller owns (a `Vec` kept from one
+    /// step to the next, a memory-mapped file): no allocation per read. `out` must be as
+    /// long as the handle; the read runs after everything queued before on this stream.
+    ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, ComputeClient};
+    /// # fn demo<R: cubert_runtime::Runtime>(client: &ComputeClient<R>) -> Result<(), cubert_runtime::ServerError> {
+    /// let handle = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0]))?;
+    /// let mut out = vec![0u8; 12];
+    /// client.read_into(handle, &mut out)?;
+    /// assert_eq!(bytemuck::cast_slice::<u8, f32>(&out), &[1.0, 2.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Self::read`], and [`IoError::InvalidArgument`] when `out`'s length differs from
+    /// the handle's (nothing is read then, `out` is untouched).
+    pub fn read_into(&self, handle: Handle, out: &mut [u8]) -> Result<(), ServerError> {
+        self.read_tensor_into(CopyDescriptor::bytes(handle.binding()), out)
+    }
+
+    /// Reads a tensor as dense row-major bytes into `out`, a buffer the caller owns, as
+    /// [`Self::read_into`] does for a whole handle.
+    ///
+    /// # Errors
+    /// As [`Self::read_tensor`], and [`IoError::InvalidArgument`] when `out`'s length
+    /// differs from the tensor's dense length (nothing is read then).
+    pub fn read_tensor_into(
+        &self,
+        descriptor: CopyDescriptor,
+        out: &mut [u8],
+    ) -> Result<(), ServerError> {
+        self.check_device(descriptor.handle.device())?;
+        let dense = descriptor.validate().map_err(ServerError::Io)?;
+        if dense != out.len() {
+            return Err(ServerError::Io(IoError::invalid(format!(
+                "read_into: the destination holds {} bytes but the data is {dense} bytes",
+                out.len()
+            ))));
+        }
+        self.take_async_error()?;
+        let stream = self.stream_id();
+        let destination = HostSlice::new(out);
+        // SAFETY: `out` stays borrowed by this call until the future below has resolved
+        // (block_on) or been dropped (an error before it is made), so the server's writes
+        // land in lent memory only.
+        let future =
+            self.call(move |server| unsafe { server.read_into(descriptor, destination, stream) })?;
+        block_on(future)
     }
 
     /// The storage resource behind `handle` (a host or device pointer), kept alive while

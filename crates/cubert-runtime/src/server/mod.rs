@@ -31,6 +31,7 @@ use crate::device::DeviceId;
 use crate::error::{IoError, ProfileError, ServerError};
 use crate::future::DynFut;
 use crate::handle::{Binding, MemoryId};
+use crate::host_slice::HostSlice;
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::layout::MemoryLayoutPolicy;
 use crate::logging::ServerLogger;
@@ -105,6 +106,42 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
         descriptors: Vec<CopyDescriptor>,
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>>;
+
+    /// Reads the described data as dense bytes into `destination`, whose length is the
+    /// descriptor's dense length, after everything queued before on `stream`. The future
+    /// resolves once the bytes are there. The default reads into fresh memory
+    /// ([`Self::read`]) and copies from it when the future is polled; backends that can
+    /// write the destination directly do.
+    ///
+    /// # Safety
+    /// `destination`'s memory must stay lent (see [`HostSlice::as_mut_slice`]) until the
+    /// returned future has resolved or been dropped.
+    unsafe fn read_into(
+        &mut self,
+        descriptor: CopyDescriptor,
+        mut destination: HostSlice,
+        stream: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        let read = self.read(vec![descriptor], stream);
+        Box::pin(async move {
+            let bytes = read
+                .await?
+                .pop()
+                .ok_or_else(|| ServerError::generic("the server returned no bytes"))?;
+            // SAFETY: this runs while the future is polled, which the caller's contract
+            // keeps inside the lending.
+            let out = unsafe { destination.as_mut_slice() };
+            if bytes.len() != out.len() {
+                return Err(ServerError::generic(format!(
+                    "the read returned {} bytes for a destination of {}",
+                    bytes.len(),
+                    out.len()
+                )));
+            }
+            crate::bytes::copy_parallel(out, &bytes);
+            Ok(())
+        })
+    }
 
     /// Writes dense bytes to the described places. Failure is queued on the stream.
     fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId);
