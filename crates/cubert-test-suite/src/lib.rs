@@ -332,6 +332,7 @@ macro_rules! __for_each_suite_test {
                 read_into_of_a_large_buffer_or_a_view_matches_read_one,
                 read_tensor_into_gathers_a_strided_region,
                 read_into_a_buffer_of_the_wrong_length_is_refused_and_untouched,
+                lazy_read_is_ordered_when_made_and_collected_later,
             }
             write {
                 write_replaces_the_bytes_in_stream_order,

@@ -1,6 +1,7 @@
 //! Reads into memory the caller owns: `read_into` (a whole handle or view) and
 //! `read_tensor_into` (a strided region, gathered dense), ordered on the stream like
-//! `read`; a destination of the wrong length is refused and left untouched.
+//! `read`; a destination of the wrong length is refused and left untouched. And reads
+//! collected later: `read_lazy`.
 
 use crate::backend::TestBackend;
 use crate::support::client;
@@ -77,4 +78,25 @@ pub fn read_into_a_buffer_of_the_wrong_length_is_refused_and_untouched<B: TestBa
     let mut out = vec![0u8; 64];
     client.read_into(handle, &mut out).unwrap();
     assert_eq!(out, vec![3u8; 64]);
+}
+
+/// A lazy read sees the work queued before it and not the work queued after, though its
+/// bytes are collected after both; `is_ready` turns true without waiting once the stream
+/// has passed it, and the bytes come once.
+pub fn lazy_read_is_ordered_when_made_and_collected_later<B: TestBackend>() {
+    let client = client::<B>();
+    let handle = client.create(Bytes::from_elems(vec![0u32; 256])).unwrap();
+    ops::fill(&client, &handle, 256, 7u32).unwrap();
+    let mut pending = client.read_lazy(vec![handle.clone()]);
+    ops::fill(&client, &handle, 256, 9u32).unwrap();
+    client.sync().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !pending.is_ready() {
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        std::thread::yield_now();
+    }
+    let bytes = pending.wait().unwrap();
+    assert_eq!(bytes[0].to_elems::<u32>(), vec![7u32; 256]);
+    let later = client.read_lazy(vec![handle]);
+    assert_eq!(later.wait().unwrap()[0].to_elems::<u32>(), vec![9u32; 256]);
 }

@@ -17,6 +17,7 @@ mod create;
 // Writes into existing memory.
 mod write;
 // Reads.
+mod lazy_read;
 mod read;
 // Launches and profiling.
 mod launch;
@@ -40,6 +41,7 @@ use crate::stream::StreamId;
 use std::sync::Arc;
 
 pub use graph::Graph;
+pub use lazy_read::LazyRead;
 
 /// A client of one device. See the module docs.
 pub struct ComputeClient<R: Runtime> {

@@ -6,6 +6,7 @@
 //! or a handle of another device, are errors, never out-of-bounds reads.
 
 use super::ComputeClient;
+use super::lazy_read::LazyRead;
 use crate::bytes::Bytes;
 use crate::copy::CopyDescriptor;
 use crate::error::{IoError, ServerError};
@@ -55,6 +56,24 @@ impl<R: Runtime> ComputeClient<R> {
             .map(|handle| CopyDescriptor::bytes(handle.binding()))
             .collect();
         self.do_read(descriptors)
+    }
+
+    /// Reads every handle's bytes lazily: the copies are queued now, in stream order, and
+    /// the bytes are collected later with [`LazyRead::wait`] (or polled with
+    /// [`LazyRead::is_ready`], or awaited) while the thread queues more work.
+    ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, ComputeClient};
+    /// # fn demo<R: cubert_runtime::Runtime>(client: &ComputeClient<R>) -> Result<(), cubert_runtime::ServerError> {
+    /// let loss = client.create(Bytes::from_elems(vec![0.25f32]))?;
+    /// let pending = client.read_lazy(vec![loss.clone()]); // queued after the step's work
+    /// // ... queue the next step here ...
+    /// let bytes = pending.wait()?;
+    /// assert_eq!(bytes[0].to_elems::<f32>(), vec![0.25]);
+    /// # Ok(()) }
+    /// ```
+    pub fn read_lazy(&self, handles: Vec<Handle>) -> LazyRead {
+        LazyRead::new(self.read_async(handles))
     }
 
     /// Reads every handle's bytes.
