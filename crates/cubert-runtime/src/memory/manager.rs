@@ -20,8 +20,9 @@
 //! a [`PagedPool`] instead: each gets its own address range backed by individually mapped
 //! physical pages, so freed memory is never stranded by fragmentation. With `growable`
 //! they go to a [`GrowablePool`]: one growable address range per stream, carved like a heap,
-//! pages mapped only where blocks lie; its pages go back on `cleanup` (and so on the
-//! out-of-memory retry) only.
+//! pages mapped only where blocks lie; its free pages go back on `cleanup` (and so on the
+//! out-of-memory retry), and on the idle timer once the pool has neither reserved nor freed
+//! a block for `idle_release`.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
 use super::growable_pool::GrowablePool;
@@ -199,6 +200,8 @@ pub struct MemoryManager<S: ComputeStorage> {
     persistent: BlockPool,
     paged: Option<PagedPool>,
     growable: Option<GrowablePool>,
+    /// When the growable pool last reserved or freed a block (ms since `started`).
+    growable_used_ms: u64,
     slices: IdMap<Slice>,
     /// Allocations whose handles were all dropped before their reservation ran (see
     /// [`Self::release_early`]).
@@ -260,6 +263,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             persistent,
             paged,
             growable,
+            growable_used_ms: 0,
             slices: IdMap::default(),
             released_early: IdMap::default(),
             modes: ModeTable::default(),
@@ -376,6 +380,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             else {
                 return Err(IoError::invalid("the storage has no page mapper"));
             };
+            self.growable_used_ms = self.started.elapsed().as_millis() as u64;
             let before = growable.stats();
             let outcome = growable.reserve(rounded, requested, stream, pager, ordering);
             let after = growable.stats();
@@ -658,6 +663,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 .is_some_and(|paged| paged.free(slice.taken.segment, points));
         }
         if slice.pool == PoolKind::Growable {
+            self.growable_used_ms = self.started.elapsed().as_millis() as u64;
             return self
                 .growable
                 .as_mut()
@@ -741,15 +747,9 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// number of bytes given back.
     pub fn cleanup(&mut self, ordering: &mut dyn StreamOrdering) -> u64 {
         let mut bytes = self.release_where(ordering, |_| false);
-        // The growable pool's pages go back only here (and so on an out-of-memory retry),
-        // never on the idle timer: a training loop's next step would map them again.
-        if let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager()) {
-            // A growth counts as one device allocation; it is given back once the pool
-            // holds no page of any growth.
-            let before = growable.stats().growths_released;
-            bytes += growable.release(pager, ordering);
-            self.storage_deallocations += growable.stats().growths_released - before;
-        }
+        // The growable pool's free pages go back here (and so on an out-of-memory retry),
+        // and on the idle timer once the pool itself is idle (`release_idle`).
+        bytes += self.release_growable(ordering);
         bytes
     }
 
@@ -765,7 +765,27 @@ impl<S: ComputeStorage> MemoryManager<S> {
         }
         self.last_idle_sweep_ms = self.tick_ms;
         let now = self.tick_ms;
-        self.release_where(ordering, |touched| now.saturating_sub(touched) < idle_ms)
+        let mut bytes =
+            self.release_where(ordering, |touched| now.saturating_sub(touched) < idle_ms);
+        // The growable pool gives its free pages back once it has neither reserved nor
+        // freed a block for the idle time: a loop that allocates every step keeps them.
+        if now.saturating_sub(self.growable_used_ms) >= idle_ms {
+            bytes += self.release_growable(ordering);
+        }
+        bytes
+    }
+
+    /// Gives the growable pool's free pages back; the bytes given back.
+    fn release_growable(&mut self, ordering: &mut dyn StreamOrdering) -> u64 {
+        let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager()) else {
+            return 0;
+        };
+        // A growth counts as one device allocation; it is given back once the pool holds
+        // no page of any growth.
+        let before = growable.stats().growths_released;
+        let bytes = growable.release(pager, ordering);
+        self.storage_deallocations += growable.stats().growths_released - before;
+        bytes
     }
 
     fn release_where(
@@ -966,6 +986,93 @@ mod tests {
                 capacity: None,
             },
         )
+    }
+
+    /// A storage whose large requests can be served by mapped pages (counted, not real).
+    #[derive(Default)]
+    struct PagingStorage {
+        counting: CountingStorage,
+        pages: u64,
+        ranges: u64,
+    }
+
+    impl ComputeStorage for PagingStorage {
+        type Resource = ();
+        fn alignment(&self) -> u64 {
+            256
+        }
+        fn alloc(&mut self, size: u64) -> Result<StorageId, IoError> {
+            self.counting.alloc(size)
+        }
+        fn dealloc(&mut self, id: StorageId) {
+            self.counting.dealloc(id)
+        }
+        fn get(&mut self, _handle: &StorageHandle) -> Option<()> {
+            Some(())
+        }
+        fn pager(&mut self) -> Option<&mut dyn crate::storage::PageMapper> {
+            Some(self)
+        }
+    }
+
+    impl crate::storage::PageMapper for PagingStorage {
+        fn page_size(&self) -> u64 {
+            2 * MIB
+        }
+        fn reserve_range(&mut self, _size: u64) -> Result<StorageId, IoError> {
+            self.ranges += 1;
+            Ok(StorageId(1_000_000 + self.ranges))
+        }
+        fn free_range(&mut self, _range: StorageId) {}
+        fn create_page(&mut self) -> Result<crate::storage::PageId, IoError> {
+            self.pages += 1;
+            Ok(crate::storage::PageId(self.pages))
+        }
+        fn release_page(&mut self, _page: crate::storage::PageId) {
+            self.pages -= 1;
+        }
+        fn map(&mut self, _: StorageId, _: u64, _: crate::storage::PageId) -> Result<(), IoError> {
+            Ok(())
+        }
+        fn grant_access(&mut self, _: StorageId, _: u64, _: u64) -> Result<(), IoError> {
+            Ok(())
+        }
+        fn unmap(&mut self, _: StorageId, _: u64, _: u64) {}
+    }
+
+    #[test]
+    fn large_requests_grow_one_range_and_idle_pages_go_back_with_the_allocations_balanced() {
+        let options = MemoryOptions {
+            idle_release: Some(std::time::Duration::from_millis(20)),
+            ..MemoryOptions::default()
+        };
+        let limits = MemoryLimits {
+            max_allocation: 1 << 30,
+            capacity: None,
+        };
+        let mut memory = MemoryManager::new(PagingStorage::default(), options, limits);
+        let stream = StreamId::new(0);
+        let [a, b] = ids(2).try_into().unwrap();
+        memory
+            .reserve(a, 10 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        memory
+            .reserve(b, 6 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        let (sa, sb) = (memory.slice(a).unwrap(), memory.slice(b).unwrap());
+        assert_eq!(sa.storage.id, sb.storage.id, "one range per stream");
+        assert_eq!(sb.storage.offset, 10 * MIB);
+        assert!(memory.is_paged(a));
+        assert_eq!(memory.storage.pages, 8, "16 MiB of 2 MiB pages");
+        memory.release(a, Vec::new());
+        memory.release(b, Vec::new());
+        // Idle for longer than `idle_release`: the sweep gives every free page back.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(memory.release_idle(&mut HostOrdering), 16 * MIB);
+        assert_eq!(memory.storage.pages, 0);
+        let report = memory.report();
+        assert_eq!(report.usage.bytes_reserved, 0);
+        assert_eq!(report.storage_allocations, report.storage_deallocations);
     }
 
     fn ids(n: usize) -> Vec<MemoryId> {
