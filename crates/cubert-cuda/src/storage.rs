@@ -166,16 +166,7 @@ impl PageMapper for CudaStorage {
     }
 
     fn create_page(&mut self) -> Result<PageId, IoError> {
-        let size = self.page_size();
-        self.context
-            .bind()
-            .map_err(|failure| self.failed(failure, size))?;
-        let prop = self.properties();
-        // `size` is the granularity.
-        let handle = driver::memory::create(size as usize, &prop)
-            .map_err(|failure| self.failed(failure, size))?;
-        self.pages.insert(handle);
-        Ok(PageId(handle))
+        self.create_block(1)
     }
 
     fn release_page(&mut self, page: PageId) {
@@ -187,18 +178,7 @@ impl PageMapper for CudaStorage {
     }
 
     fn map(&mut self, range: StorageId, offset: u64, page: PageId) -> Result<(), IoError> {
-        let size = self.page_size();
-        let (ptr, range_size) = *self
-            .ranges
-            .get(&range)
-            .ok_or_else(|| IoError::not_found("unknown address range"))?;
-        if offset + size > range_size {
-            return Err(IoError::invalid("a page mapped past the end of its range"));
-        }
-        // The page and the range belong to this context; the page-sized slot at `offset` is
-        // inside the range and unmapped.
-        driver::memory::map(ptr + offset, size as usize, page.0)
-            .map_err(|failure| self.failed(failure, size))
+        self.map_block(range, offset, page, 1)
     }
 
     fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
@@ -250,6 +230,8 @@ impl PageMapper for CudaStorage {
         if offset.saturating_add(size) > range_size {
             return Err(IoError::invalid("a block mapped past the end of its range"));
         }
+        // The block and the range belong to this context; the block-sized slot at `offset`
+        // is inside the range and unmapped.
         driver::memory::map(ptr + offset, size as usize, block.0)
             .map_err(|failure| self.failed(failure, size))
     }

@@ -360,21 +360,9 @@ impl<S: ComputeStorage> MemoryManager<S> {
             if attempt == 1 {
                 self.cleanup(ordering);
             }
-            if let Some(capacity) = self.limits.capacity {
-                let reserved = self.reserved();
-                if reserved.saturating_add(rounded) > capacity {
-                    last_error = Some(IoError::OutOfMemory {
-                        requested,
-                        reserved,
-                        free: capacity.saturating_sub(reserved),
-                        reason: format!(
-                            "the device's memory limit of {} is reached",
-                            format_bytes(capacity)
-                        ),
-                        backtrace: BackTrace::capture(),
-                    });
-                    continue;
-                }
+            if let Some(error) = self.over_capacity(rounded, requested) {
+                last_error = Some(error);
+                continue;
             }
             let (Some(growable), Some(pager)) = (self.growable.as_mut(), self.storage.pager())
             else {
@@ -589,21 +577,26 @@ impl<S: ComputeStorage> MemoryManager<S> {
             .reserve_in_new_segment(storage, segment_size, rounded, requested, tick))
     }
 
+    /// The out-of-memory error of `bytes` more (for a request of `requested` bytes) past
+    /// the configured capacity, if that is where they would take the manager.
+    fn over_capacity(&self, bytes: u64, requested: u64) -> Option<IoError> {
+        let capacity = self.limits.capacity?;
+        let reserved = self.reserved();
+        (reserved.saturating_add(bytes) > capacity).then(|| IoError::OutOfMemory {
+            requested,
+            reserved,
+            free: capacity.saturating_sub(reserved),
+            reason: format!(
+                "the device's memory limit of {} is reached",
+                format_bytes(capacity)
+            ),
+            backtrace: BackTrace::capture(),
+        })
+    }
+
     fn try_allocate(&mut self, size: u64) -> Result<crate::storage::StorageId, IoError> {
-        if let Some(capacity) = self.limits.capacity {
-            let reserved = self.reserved();
-            if reserved.saturating_add(size) > capacity {
-                return Err(IoError::OutOfMemory {
-                    requested: size,
-                    reserved,
-                    free: capacity.saturating_sub(reserved),
-                    reason: format!(
-                        "the device's memory limit of {} is reached",
-                        format_bytes(capacity)
-                    ),
-                    backtrace: BackTrace::capture(),
-                });
-            }
+        if let Some(error) = self.over_capacity(size, size) {
+            return Err(error);
         }
         let id = self.storage.alloc(size)?;
         self.storage_allocations += 1;
