@@ -191,6 +191,15 @@ fn convnet() -> ModelShape {
     }
 }
 
+/// The size of the first layer's first saved activation: the model's input.
+fn first_saved(layers: &[LayerShape]) -> u64 {
+    layers
+        .first()
+        .and_then(|layer| layer.saved.first())
+        .copied()
+        .unwrap_or(MIB)
+}
+
 /// Writes the events of a training loop.
 struct Trainer {
     rng: fastrand::Rng,
@@ -231,6 +240,11 @@ impl Trainer {
         }
     }
 
+    /// Bytes of live allocation `id` (0 if it isn't live).
+    fn size(&self, id: u64) -> u64 {
+        self.live.get(&id).copied().unwrap_or(0)
+    }
+
     /// A temporary: allocated and freed at once.
     fn temporary(&mut self, size: u64) {
         let id = self.alloc(size);
@@ -258,7 +272,7 @@ impl Trainer {
 
     fn train_step(&mut self, model: &ModelShape, params: &[Vec<u64>], moments: &mut Vec<u64>) {
         let (layers, logits) = (model.layers)(&mut self.rng, false);
-        let input = self.alloc(layers[0].saved.first().copied().unwrap_or(MIB));
+        let input = self.alloc(first_saved(&layers));
         let mut saved: Vec<Vec<u64>> = Vec::with_capacity(layers.len());
         for layer in &layers {
             let ids = layer.saved.iter().map(|&size| self.alloc(size)).collect();
@@ -269,22 +283,22 @@ impl Trainer {
         }
         let logits = self.alloc(logits);
         // The loss: f32 log-probabilities of the logits, freed once reduced.
-        let loss = self.alloc(self.live[&logits] * 2);
+        let loss = self.alloc(self.size(logits) * 2);
         self.free(loss);
         // Backward, last layer first. Layer i's parameters are those of `params[i]`, the
         // model's extra parameter groups (embedding, head) going with the first layers.
         let mut grads: Vec<u64> = Vec::new();
-        let grad_logits = self.alloc(self.live[&logits]);
+        let grad_logits = self.alloc(self.size(logits));
         self.free(logits);
         let mut grad_out = grad_logits;
-        for (index, ids) in saved.into_iter().enumerate().rev() {
-            let grad_in = self.alloc(self.live.get(&ids[0]).copied().unwrap_or(MIB));
-            for &size in &layers[index].temporaries {
+        for (index, (ids, layer)) in saved.into_iter().zip(&layers).enumerate().rev() {
+            let grad_in = self.alloc(ids.first().map_or(MIB, |&id| self.size(id)));
+            for &size in &layer.temporaries {
                 self.temporary(size);
             }
             if let Some(layer_params) = params.get(index) {
                 for &param in layer_params {
-                    grads.push(self.alloc(self.live[&param]));
+                    grads.push(self.alloc(self.size(param)));
                 }
             }
             for id in ids {
@@ -298,20 +312,20 @@ impl Trainer {
         // Parameters the layers didn't cover (a head after the last layer).
         for layer_params in params.iter().skip(layers.len()) {
             for &param in layer_params {
-                grads.push(self.alloc(self.live[&param]));
+                grads.push(self.alloc(self.size(param)));
             }
         }
         // Adam: moments at the first step, a temporary per parameter.
         let flat: Vec<u64> = params.iter().flatten().copied().collect();
         if moments.is_empty() {
             for &param in &flat {
-                let size = self.live[&param];
+                let size = self.size(param);
                 moments.push(self.alloc(size));
                 moments.push(self.alloc(size));
             }
         }
         for &param in &flat {
-            self.temporary(self.live[&param]);
+            self.temporary(self.size(param));
         }
         for grad in grads {
             self.free(grad);
@@ -320,7 +334,7 @@ impl Trainer {
 
     fn eval_step(&mut self, model: &ModelShape) {
         let (layers, logits) = (model.layers)(&mut self.rng, true);
-        let mut previous = self.alloc(layers[0].saved.first().copied().unwrap_or(MIB));
+        let mut previous = self.alloc(first_saved(&layers));
         for layer in &layers {
             for &size in &layer.temporaries {
                 self.temporary(size);
