@@ -30,6 +30,8 @@
 //! kernel's result is checked bit for bit against the plain loop's; a mismatch or a runtime
 //! error ends the bench with exit code 1.
 
+mod common;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cubert_cpu::{CpuDevice, CpuRuntime};
 use cubert_runtime::lang::prelude::*;
@@ -55,18 +57,7 @@ fn vector_add(a: &Array<f32>, b: &Array<f32>, out: &mut Array<f32>) {
 
 /// Prints what failed and ends the bench with exit code 1.
 fn fail(what: &str, error: impl Display) -> ! {
-    eprintln!("language_vector_add bench: {what}: {error}");
-    std::process::exit(1)
-}
-
-/// Deterministic inputs in [-1, 1): a small multiplicative hash of the index.
-fn input(len: usize, seed: u32) -> Vec<f32> {
-    (0..len as u32)
-        .map(|i| {
-            let h = (i ^ seed).wrapping_mul(0x9E37_79B9).rotate_left(13) ^ seed;
-            (h >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-        })
-        .collect()
+    common::fail("language_vector_add", what, error)
 }
 
 /// `out[i] = a[i] + b[i]` on the calling thread, indexed as a kernel would.
@@ -160,22 +151,7 @@ impl OnDevice {
             .read_one(self.out.clone())
             .unwrap_or_else(|error| fail("read", error))
             .to_elems::<f32>();
-        let wrong = got
-            .iter()
-            .zip(want)
-            .filter(|(g, w)| g.to_bits() != w.to_bits())
-            .count();
-        if got.len() != want.len() || wrong > 0 {
-            fail(
-                "check",
-                format!(
-                    "the kernel's sum differs from the plain loop's in {wrong} of {} elements \
-                     ({} read)",
-                    want.len(),
-                    got.len()
-                ),
-            );
-        }
+        common::check_sum("language_vector_add", &got, want);
     }
 }
 
@@ -194,7 +170,7 @@ fn language_vector_add(c: &mut Criterion) {
         .unwrap_or_else(|error| fail("can't start the rayon pool", error));
 
     for (label, len) in [("1M", 1usize << 20), ("16M", 16 << 20)] {
-        let (a, b) = (input(len, 0xa), input(len, 0xb));
+        let (a, b) = (common::input(len, 0xa), common::input(len, 0xb));
         let mut out = vec![0.0f32; len];
         add_loop(&a, &b, &mut out);
         let device = OnDevice::new(&client, &a, &b);

@@ -19,6 +19,8 @@
 //! the anchors do. Before measuring, the backend's result is checked bit for bit against the
 //! plain loop's; a mismatch or a runtime error ends the bench with exit code 1.
 
+mod common;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cubert_cpu::{CpuDevice, CpuRuntime};
 use cubert_runtime::{Bytes, ComputeClient, ElemType, Handle, ops};
@@ -36,18 +38,7 @@ const LAUNCHES: u64 = 1000;
 
 /// Prints what failed and ends the bench with exit code 1.
 fn fail(what: &str, error: impl Display) -> ! {
-    eprintln!("vector_add bench: {what}: {error}");
-    std::process::exit(1)
-}
-
-/// Deterministic inputs in [-1, 1): a small multiplicative hash of the index.
-fn input(seed: u32) -> Vec<f32> {
-    (0..LEN as u32)
-        .map(|i| {
-            let h = (i ^ seed).wrapping_mul(0x9E37_79B9).rotate_left(13) ^ seed;
-            (h >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-        })
-        .collect()
+    common::fail("vector_add", what, error)
 }
 
 /// `out[i] = a[i] + b[i]` on the calling thread.
@@ -123,27 +114,12 @@ impl OnDevice {
             .read_one(self.out.clone())
             .unwrap_or_else(|error| fail("read", error))
             .to_elems::<f32>();
-        let wrong = got
-            .iter()
-            .zip(want)
-            .filter(|(g, w)| g.to_bits() != w.to_bits())
-            .count();
-        if got.len() != want.len() || wrong > 0 {
-            fail(
-                "check",
-                format!(
-                    "the backend's sum differs from the plain loop's in {wrong} of {} elements \
-                     ({} read)",
-                    want.len(),
-                    got.len()
-                ),
-            );
-        }
+        common::check_sum("vector_add", &got, want);
     }
 }
 
 fn vector_add(c: &mut Criterion) {
-    let (a, b) = (input(0xa), input(0xb));
+    let (a, b) = (common::input(LEN, 0xa), common::input(LEN, 0xb));
     let mut out = vec![0.0f32; LEN];
     add_loop(&a, &b, &mut out);
     let device = OnDevice::new(&a, &b);

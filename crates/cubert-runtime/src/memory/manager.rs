@@ -906,7 +906,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 bytes_padding: stats.bytes_padding,
                 allocations: stats.allocations,
                 free_blocks: stats.free_blocks,
-                largest_free_block: 0,
+                largest_free_block: growable.largest_free_block(),
             });
         }
         MemoryReport {
