@@ -17,6 +17,9 @@
 //!   (criterion's iteration count of them), so an iteration is one launch's share of the
 //!   work without the round trip to the caller: the kernel's throughput, as a GPU
 //!   benchmark's device time measures it;
+//! - `standard_add_queued`: `ops::add` the same way, the standard add (written in the
+//!   language with a grid-stride loop, correct for any grid, launched one unit per element
+//!   so that it runs as a map);
 //! - `rust_loop_1_thread`: `for i in 0..n { out[i] = a[i] + b[i] }` over `&[f32]`s on the
 //!   calling thread (the compiler hoists the bounds checks and vectorizes it);
 //! - `rust_loop_<t>_threads`: the same loop over 64 Ki-element chunks with rayon's
@@ -127,6 +130,25 @@ impl OnDevice {
         }
     }
 
+    /// `count` launches of `ops::add` back to back, then one `sync`.
+    fn standard_add_queued(&self, count: u64) {
+        for _ in 0..count {
+            if let Err(error) = cubert_runtime::ops::add(
+                &self.client,
+                &self.a,
+                &self.b,
+                &self.out,
+                self.len,
+                cubert_runtime::ElemType::F32,
+            ) {
+                fail("ops::add", error);
+            }
+        }
+        if let Err(error) = self.client.sync() {
+            fail("sync", error);
+        }
+    }
+
     /// One launch of the language kernel.
     fn launch(&self) {
         let cubes = u32::try_from(self.len.div_ceil(CUBE as usize))
@@ -186,6 +208,13 @@ fn language_vector_add(c: &mut Criterion) {
             bench.iter_custom(|iterations| {
                 let start = Instant::now();
                 device.add_queued(iterations);
+                start.elapsed()
+            })
+        });
+        group.bench_function("standard_add_queued", |bench| {
+            bench.iter_custom(|iterations| {
+                let start = Instant::now();
+                device.standard_add_queued(iterations);
                 start.elapsed()
             })
         });

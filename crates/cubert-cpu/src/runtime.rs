@@ -36,8 +36,19 @@ impl Runtime for CpuRuntime {
         Self::enumerate_devices(CPU_DEVICE_TYPE, info)
     }
 
+    /// Reduce-sum and matmul are the backend's own; the others come from the kernel
+    /// language.
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
-        crate::standard_kernels::standard_kernel(kernel)
+        match kernel {
+            StandardKernel::ReduceSum(_) | StandardKernel::Matmul(_) => {
+                crate::standard_kernels::standard_kernel(kernel)
+            }
+            other => {
+                cubert_runtime::kernel::standard::standard_kernel::<Self>(other)?.ok_or_else(|| {
+                    LaunchError::unknown(format!("the CPU backend has no `{other}` kernel"))
+                })
+            }
+        }
     }
 
     fn standard_variants(

@@ -34,8 +34,19 @@ impl Runtime for CudaRuntime {
         Self::enumerate_devices(CUDA_DEVICE_TYPE, info)
     }
 
+    /// Reduce-sum and matmul are the backend's own; the others come from the kernel
+    /// language.
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CudaKernel, LaunchError> {
-        crate::standard_kernels::standard_kernel(kernel)
+        match kernel {
+            StandardKernel::ReduceSum(_) | StandardKernel::Matmul(_) => {
+                crate::standard_kernels::standard_kernel(kernel)
+            }
+            other => {
+                cubert_runtime::kernel::standard::standard_kernel::<Self>(other)?.ok_or_else(|| {
+                    LaunchError::unknown(format!("the CUDA backend has no `{other}` kernel"))
+                })
+            }
+        }
     }
 
     fn language_kernel(

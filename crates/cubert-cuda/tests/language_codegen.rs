@@ -7,6 +7,7 @@
 use cubert_cuda::lang::{entry_name, generate};
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
 use cubert_runtime::ExecutionMode;
+use cubert_runtime::kernel::standard::{self, StandardKernel};
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
 
@@ -156,6 +157,13 @@ fn definitions() -> Vec<KernelDefinition> {
     // The behaviour suite's language tests, so a kernel they launch on the GPU compiles here
     // first.
     all.extend(cubert_test_suite::language::kernel_definitions());
+    // The standard kernels written in the language, for every type they take.
+    all.extend(
+        StandardKernel::every()
+            .into_iter()
+            .filter_map(|kernel| standard::definition(kernel).unwrap())
+            .map(|(definition, _)| definition),
+    );
     all
 }
 

@@ -71,6 +71,18 @@ impl KernelDefinition {
         }
     }
 
+    /// The same kernel under another name and specialization id: how a library that
+    /// builds kernels from its own descriptions (the runtime's standard kernels) names them
+    /// in profiles, errors and compile caches. `id` must identify the specialization as
+    /// [`Self::id`] does.
+    pub fn renamed(self, name: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            id: id.into(),
+            ..self
+        }
+    }
+
     /// The kernel's name (the Rust function's name).
     pub fn name(&self) -> &str {
         &self.name

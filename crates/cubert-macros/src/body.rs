@@ -7,6 +7,7 @@
 //! `if`, `for`, `while`, `loop`, `&&` and `||` become calls that take closures, and `break`,
 //! `continue` and `return` become recorded instructions.
 
+use crate::exclusive;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use std::cell::Cell;
@@ -35,6 +36,9 @@ pub struct Context {
     /// The next shared-memory declaration site (numbered in source order, the same in
     /// both forms).
     pub shared_sites: Cell<usize>,
+    /// Writing the exclusive body (CPU fast path): grid-stride loops run their first
+    /// iteration only, which is all they run on the grids that body is used for.
+    pub exclusive: bool,
 }
 
 const SCALAR_TYPES: [&str; 13] = [
@@ -368,6 +372,18 @@ impl Context {
             None => quote!(#m::lit_int(1)),
         };
         let body = self.block(&for_loop.body)?;
+        if self.exclusive
+            && self.mode == Mode::Native
+            && exclusive::grid_stride_loop(for_loop).is_some()
+        {
+            // The exclusive body runs only units below the loop's end, on grids of at least
+            // that many units (`exclusive_cubes` checked both): the unit's own position is
+            // the loop's one value. A `for` over it keeps `break` and `continue` meaning
+            // what they meant.
+            return Ok(quote! {
+                for #var in ::core::iter::once(#start) { #body }
+            });
+        }
         Ok(match self.mode {
             Mode::Native => {
                 quote!(for #var in #m::range(#start, #end, #step, #inclusive) { #body })

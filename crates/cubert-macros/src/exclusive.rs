@@ -1,12 +1,20 @@
 //! Whether a kernel's units each touch only their own elements (the CPU's fast path).
 //!
-//! [`line_width`] reads the kernel's syntax and says yes (with the line width) when every
+//! [`analyse`] reads the kernel's syntax and says yes (with the line width) when every
 //! access to an array parameter is at the unit's position: the index is `ABSOLUTE_POS` or
 //! a variable bound once, without `mut`, to it; `x.line::<N>(pos)` and `y.set_line(pos, v)`
 //! count as accesses to line `pos` of width `N` (for `set_line`, `v` must visibly be a local
 //! array of `N` elements); every access of the kernel uses one width. The kernel may not
 //! use atomics, shared memory, plane operations or barriers, may not take tensors, and may
 //! use an array parameter only through those accesses, `len()` and `is_empty()`.
+//!
+//! A grid-stride loop, `for i in (ABSOLUTE_POS..end).step_by(CUBE_COUNT * CUBE_DIM)`, binds
+//! `i` as a position too: unit `u` visits `u`, `u + T`, `u + 2T`, ... (T units in the grid),
+//! which no other unit visits. Its `end` must be made of parameters only (scalars and
+//! compile-time values never reassigned, arrays' `len()`, literals, casts, arithmetic,
+//! `min`/`max`), so that the CPU can evaluate it before running a cube and let the
+//! exclusive body run only grids of at least `end` units, where the loop is the unit's own
+//! position once (see `lang::native::exclusive`).
 //!
 //! The answer is conservative: anything the analysis doesn't recognise makes it say no,
 //! and the kernel runs the checked body only. A yes lets the CPU run the body over plain
@@ -17,38 +25,100 @@ use std::collections::{HashMap, HashSet};
 use syn::visit::{self, Visit};
 use syn::{Expr, Pat};
 
-/// The line width of every array access (1 without lines) if `block` is exclusive. See the
-/// module docs. `arrays` are the names of the array parameters, `params` every parameter.
-pub fn line_width(
-    block: &syn::Block,
-    arrays: &HashSet<String>,
-    params: &HashSet<String>,
-    has_tensors: bool,
-) -> Option<u32> {
+/// What the CPU's fast path needs to know of an exclusive kernel.
+pub struct Exclusive {
+    /// The line width of every array access (1 without lines).
+    pub width: u32,
+    /// The `end` of every grid-stride loop, in source order.
+    pub grid_stride_ends: Vec<Expr>,
+}
+
+/// The parameters of a kernel, as the analysis sees them.
+pub struct Params<'a> {
+    /// Names of the array parameters.
+    pub arrays: &'a HashSet<String>,
+    /// Every parameter's name.
+    pub all: &'a HashSet<String>,
+    /// Scalar parameters without `mut` and compile-time values: what a grid-stride loop's
+    /// end may name.
+    pub fixed: &'a HashSet<String>,
+}
+
+/// [`Exclusive`] if `block` is exclusive. See the module docs.
+pub fn analyse(block: &syn::Block, params: &Params<'_>, has_tensors: bool) -> Option<Exclusive> {
     if has_tensors {
         return None;
     }
     let mut analysis = Analysis {
-        arrays,
-        bindings: params.iter().map(|name| (name.clone(), 1)).collect(),
+        arrays: params.arrays,
+        fixed: params.fixed,
+        bindings: params.all.iter().map(|name| (name.clone(), 1)).collect(),
         positions: HashSet::new(),
         used_positions: HashSet::new(),
         lines: HashMap::new(),
         width: None,
+        grid_stride_ends: Vec::new(),
+        end_names: HashSet::new(),
         refused: false,
     };
     analysis.visit_block(block);
     let unique = |name: &String| analysis.bindings.get(name) == Some(&1);
-    let positions_hold = analysis
-        .used_positions
-        .iter()
-        .all(|name| analysis.positions.contains(name) && unique(name) && !params.contains(name));
+    let positions_hold = analysis.used_positions.iter().all(|name| {
+        analysis.positions.contains(name) && unique(name) && !params.all.contains(name)
+    });
     let lines_hold = analysis.lines.keys().all(unique);
-    (!analysis.refused && positions_hold && lines_hold).then(|| analysis.width.unwrap_or(1))
+    // A grid-stride loop's end names parameters that nothing shadows.
+    let ends_hold = analysis.end_names.iter().all(unique);
+    (!analysis.refused && positions_hold && lines_hold && ends_hold).then(|| Exclusive {
+        width: analysis.width.unwrap_or(1),
+        grid_stride_ends: analysis.grid_stride_ends,
+    })
+}
+
+/// The loop variable and end of `for i in (ABSOLUTE_POS..end).step_by(CUBE_COUNT *
+/// CUBE_DIM)` (either order of the product, parentheses allowed; `i` without `mut`).
+pub fn grid_stride_loop(for_loop: &syn::ExprForLoop) -> Option<(&syn::Ident, &Expr)> {
+    let Pat::Ident(var) = &*for_loop.pat else {
+        return None;
+    };
+    if var.mutability.is_some() || var.by_ref.is_some() || var.subpat.is_some() {
+        return None;
+    }
+    let Expr::MethodCall(call) = strip(&for_loop.expr) else {
+        return None;
+    };
+    if call.method != "step_by" || call.args.len() != 1 {
+        return None;
+    }
+    let Expr::Range(range) = strip(&call.receiver) else {
+        return None;
+    };
+    let half_open = matches!(range.limits, syn::RangeLimits::HalfOpen(_));
+    let starts_at_position = range
+        .start
+        .as_deref()
+        .is_some_and(|start| is_path(start, "ABSOLUTE_POS"));
+    let grid_units = match strip(&call.args[0]) {
+        Expr::Binary(product) if matches!(product.op, syn::BinOp::Mul(_)) => {
+            (is_path(&product.left, "CUBE_COUNT") && is_path(&product.right, "CUBE_DIM"))
+                || (is_path(&product.left, "CUBE_DIM") && is_path(&product.right, "CUBE_COUNT"))
+        }
+        _ => false,
+    };
+    match (&range.end, half_open && starts_at_position && grid_units) {
+        (Some(end), true) => Some((&var.ident, end)),
+        _ => None,
+    }
+}
+
+fn is_path(expr: &Expr, name: &str) -> bool {
+    matches!(strip(expr), Expr::Path(path) if path.path.is_ident(name))
 }
 
 struct Analysis<'a> {
     arrays: &'a HashSet<String>,
+    /// Names a grid-stride loop's end may use.
+    fixed: &'a HashSet<String>,
     /// How many times each name is bound (parameters count once).
     bindings: HashMap<String, u32>,
     /// Names bound by `let name = ABSOLUTE_POS;`.
@@ -58,6 +128,10 @@ struct Analysis<'a> {
     /// Local arrays of a known length: `let v = x.line::<N>(pos)`, `[e; N]`, or another.
     lines: HashMap<String, u32>,
     width: Option<u32>,
+    /// The ends of the grid-stride loops met so far.
+    grid_stride_ends: Vec<Expr>,
+    /// The parameters those ends name.
+    end_names: HashSet<String>,
     refused: bool,
 }
 
@@ -125,6 +199,35 @@ impl Analysis<'_> {
         }
     }
 
+    /// Whether `end` is made of fixed parameters only (recording the names it uses).
+    fn parameters_only(&mut self, end: &Expr) -> bool {
+        match strip(end) {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(_),
+                ..
+            }) => true,
+            Expr::Path(_) => match ident(end) {
+                Some(name) if self.fixed.contains(&name) => {
+                    self.end_names.insert(name);
+                    true
+                }
+                _ => false,
+            },
+            Expr::Cast(cast) => self.parameters_only(&cast.expr),
+            Expr::Binary(binary) => {
+                self.parameters_only(&binary.left) && self.parameters_only(&binary.right)
+            }
+            Expr::MethodCall(call) => match (call.method.to_string().as_str(), call.args.first()) {
+                ("len", None) => self.is_array(&call.receiver),
+                ("min" | "max", Some(other)) if call.args.len() == 1 => {
+                    self.parameters_only(&call.receiver) && self.parameters_only(other)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The length of a local array expression, if visible.
     fn local_array_len(&self, expr: &Expr) -> Option<u32> {
         match strip(expr) {
@@ -153,6 +256,18 @@ impl<'ast> Visit<'ast> for Analysis<'_> {
             }
         }
         visit::visit_local(self, local);
+    }
+
+    fn visit_expr_for_loop(&mut self, for_loop: &'ast syn::ExprForLoop) {
+        if let Some((var, end)) = grid_stride_loop(for_loop) {
+            if self.parameters_only(end) {
+                self.grid_stride_ends.push(end.clone());
+                self.positions.insert(var.to_string());
+            } else {
+                self.refused = true;
+            }
+        }
+        visit::visit_expr_for_loop(self, for_loop);
     }
 
     fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
@@ -244,12 +359,61 @@ fn strip_type(pat: &Pat) -> &Pat {
 mod tests {
     use super::*;
 
-    fn width(body: &str, arrays: &[&str]) -> Option<u32> {
+    fn analysed(body: &str, arrays: &[&str]) -> Option<Exclusive> {
         let block: syn::Block = syn::parse_str(body).unwrap();
         let arrays: HashSet<String> = arrays.iter().map(ToString::to_string).collect();
-        let mut params = arrays.clone();
-        params.insert("n".into());
-        line_width(&block, &arrays, &params, false)
+        let mut all = arrays.clone();
+        all.extend(["n".to_string(), "m".to_string()]);
+        let fixed = HashSet::from(["n".to_string()]);
+        let params = Params {
+            arrays: &arrays,
+            all: &all,
+            fixed: &fixed,
+        };
+        analyse(&block, &params, false)
+    }
+
+    fn width(body: &str, arrays: &[&str]) -> Option<u32> {
+        analysed(body, arrays).map(|exclusive| exclusive.width)
+    }
+
+    #[test]
+    fn grid_stride_loops_over_parameter_ends_are_exclusive() {
+        let add = "{ for i in (ABSOLUTE_POS..n.min(out.len())).step_by(CUBE_COUNT * CUBE_DIM) \
+                   { out[i] = a[i] + b[i]; } }";
+        let exclusive = analysed(add, &["a", "b", "out"]).unwrap();
+        assert_eq!(exclusive.width, 1);
+        assert_eq!(exclusive.grid_stride_ends.len(), 1);
+        let swapped = "{ for i in (ABSOLUTE_POS..(n as u64 + 1) as u32).step_by(CUBE_DIM * \
+                       CUBE_COUNT) { out[i] = a[i]; } }";
+        assert_eq!(width(swapped, &["a", "out"]), Some(1));
+    }
+
+    #[test]
+    fn other_strides_starts_and_ends_are_not() {
+        let stride = "{ for i in (ABSOLUTE_POS..n).step_by(CUBE_DIM) { out[i] = a[i]; } }";
+        assert_eq!(width(stride, &["a", "out"]), None);
+        let start = "{ for i in (UNIT_POS..n).step_by(CUBE_COUNT * CUBE_DIM) { out[i] = 0; } }";
+        assert_eq!(width(start, &["out"]), None);
+        let inclusive =
+            "{ for i in (ABSOLUTE_POS..=n).step_by(CUBE_COUNT * CUBE_DIM) { out[i] = 0; } }";
+        assert_eq!(width(inclusive, &["out"]), None);
+        // `m` is a `mut` parameter: it could change before the loop.
+        let mutable =
+            "{ for i in (ABSOLUTE_POS..m).step_by(CUBE_COUNT * CUBE_DIM) { out[i] = 0; } }";
+        assert_eq!(width(mutable, &["out"]), None);
+        let local = "{ let e = 4u32; for i in (ABSOLUTE_POS..e).step_by(CUBE_COUNT * CUBE_DIM) \
+                     { out[i] = 0; } }";
+        assert_eq!(width(local, &["out"]), None);
+        let shadowed = "{ let n = 9u32; for i in (ABSOLUTE_POS..n).step_by(CUBE_COUNT * \
+                        CUBE_DIM) { out[i] = 0; } }";
+        assert_eq!(width(shadowed, &["out"]), None);
+        let builtin = "{ for i in (ABSOLUTE_POS..CUBE_DIM).step_by(CUBE_COUNT * CUBE_DIM) \
+                       { out[i] = 0; } }";
+        assert_eq!(width(builtin, &["out"]), None);
+        let element = "{ for i in (ABSOLUTE_POS..a[0]).step_by(CUBE_COUNT * CUBE_DIM) \
+                       { out[i] = 0; } }";
+        assert_eq!(width(element, &["a", "out"]), None);
     }
 
     #[test]

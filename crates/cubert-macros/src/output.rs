@@ -62,6 +62,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         comptime: comptime.clone(),
         type_params: type_params.clone(),
         shared_sites: std::cell::Cell::new(0),
+        exclusive: false,
     };
     let native_body = context(Mode::Native).block(&function.block)?;
     let array_names: HashSet<String> = signature
@@ -79,8 +80,35 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .params
         .iter()
         .any(|param| matches!(param.kind, ParamKind::Tensor { .. }));
-    let exclusive_width =
-        exclusive::line_width(&function.block, &array_names, &param_names, has_tensors);
+    // Scalars never reassigned and compile-time values: what a grid-stride loop's end may
+    // name, so the CPU can evaluate it from the launch's arguments.
+    let fixed_names: HashSet<String> = signature
+        .params
+        .iter()
+        .filter(|param| match param.kind {
+            ParamKind::Scalar(_) => !param.mutable,
+            ParamKind::Comptime(_) => true,
+            _ => false,
+        })
+        .map(|param| param.name.to_string())
+        .collect();
+    let exclusive = exclusive::analyse(
+        &function.block,
+        &exclusive::Params {
+            arrays: &array_names,
+            all: &param_names,
+            fixed: &fixed_names,
+        },
+        has_tensors,
+    );
+    let exclusive_body = match exclusive {
+        Some(_) => Context {
+            exclusive: true,
+            ..context(Mode::Native)
+        }
+        .block(&function.block)?,
+        None => TokenStream::new(),
+    };
     let expand_body = context(Mode::Expand).block(&function.block)?;
 
     let (impl_generics, _, where_clause) = signature.generics.split_for_impl();
@@ -202,33 +230,60 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let marker = format_ident!("Kernel");
     // Kernels whose units touch only their own elements also get a body over plain
     // accesses, run where the launch's ranges allow (`crate::exclusive`).
-    let (exclusive_fn, exclusive_branch) = match exclusive_width {
-        Some(width) => (
-            quote! {
-                /// The body over plain accesses: runs one unit of a cube run that
-                /// `exclusive_cubes` accepted (the macro proved every array access is at
-                /// the unit's own line).
-                #[inline(always)]
-                #[allow(clippy::undocumented_unsafe_blocks)]
-                fn native_exclusive #impl_generics (
-                    __cubert_unit: &#lang::native::ExclusiveUnit,
-                    __cubert_args: &#lang::native::Args<'_>,
-                    #(#comptime_params),*
-                ) #where_clause {
-                    #exclusive_setup
-                    #native_body
-                }
-            },
-            quote! {
-                else if let ::core::option::Option::Some(run) = #lang::native::exclusive_cubes(
-                    first, cubes, args, #width, &[#(#exclusive_params),*],
-                ) {
-                    run.run(first, args, #width, |unit, args| {
-                        native_exclusive #turbofish (unit, args, #(#comptime_names),*)
-                    });
-                }
-            },
-        ),
+    let (exclusive_fn, exclusive_branch) = match exclusive {
+        Some(exclusive::Exclusive {
+            width,
+            grid_stride_ends,
+        }) => {
+            let native = context(Mode::Native);
+            let ends = grid_stride_ends
+                .iter()
+                .map(|end| native.expr(end))
+                .collect::<syn::Result<Vec<_>>>()?;
+            let count = ends.len();
+            (
+                quote! {
+                    /// The end of every grid-stride loop, from the parameters alone (the
+                    /// analysis allowed nothing else there).
+                    #[inline(always)]
+                    fn grid_stride_ends #impl_generics (
+                        __cubert_args: &#lang::native::Args<'_>,
+                        #(#comptime_params),*
+                    ) -> [u32; #count] #where_clause {
+                        #native_setup
+                        [#(#ends),*]
+                    }
+
+                    /// The body over plain accesses: runs one unit of a cube run that
+                    /// `exclusive_cubes` accepted (the macro proved every array access is at
+                    /// the unit's own line).
+                    #[inline(always)]
+                    #[allow(clippy::undocumented_unsafe_blocks)]
+                    fn native_exclusive #impl_generics (
+                        __cubert_unit: &#lang::native::ExclusiveUnit,
+                        __cubert_args: &#lang::native::Args<'_>,
+                        #(#comptime_params),*
+                    ) #where_clause {
+                        #exclusive_setup
+                        #exclusive_body
+                    }
+                },
+                quote! {
+                    else if let ::core::option::Option::Some(run) = #lang::native::exclusive_cubes(
+                        first, cubes, args, #width, &[#(#exclusive_params),*],
+                        &grid_stride_ends #turbofish (args, #(#comptime_names),*),
+                    ) {
+                        run.run(first, args, #width, |unit, args| {
+                            native_exclusive #turbofish (unit, args, #(#comptime_names),*)
+                        });
+                        // Units past the shortest array or a grid-stride loop's end.
+                        run.run_tail(first, args, |unit, args| {
+                            native #turbofish (unit, args, #(#comptime_names),*)
+                        });
+                    }
+                },
+            )
+        }
         None => (TokenStream::new(), TokenStream::new()),
     };
     // The signature's types as the user wrote them, resolved in the user's scope: an

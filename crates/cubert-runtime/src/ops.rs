@@ -10,12 +10,13 @@
 //! an [`IoError::InvalidArgument`] naming the helper and the argument, never a launch
 //! that runs over the device's memory until a bounds check stops it.
 //!
-//! Elementwise kernels loop over their share of the elements, so any cube count is correct;
-//! the count is chosen per device: a few cubes per core on CPUs (each cube takes one
-//! contiguous chunk), one thread per element (per 16-byte vector where the GPU kernel moves
-//! `f32` as `float4`) on GPUs, as a hand-written CUDA kernel launches: on an H200 that full
-//! grid streams HBM ~7 % faster than a grid capped at a few cubes per SM looping over the
-//! range.
+//! Elementwise kernels (written in the kernel language, `kernel::standard::elementwise`)
+//! visit every element whatever the grid; the helpers launch one unit per element on every
+//! device, as a hand-written CUDA kernel launches (on an H200 that full grid streams HBM
+//! ~7 % faster than a grid capped at a few cubes per SM looping over the range), and the
+//! grid the CPU runs at the speed of a plain loop. Kernels index with `u32`, so a call over
+//! more than [`ELEMENTS_PER_LAUNCH`] elements is split into launches over views of that
+//! many elements.
 
 use crate::client::ComputeClient;
 use crate::elem::{ElemType, Element};
@@ -45,28 +46,22 @@ pub fn spread_cube_count(properties: &DeviceProperties, work_items: u64, per_cub
         .max(1) as u32
 }
 
-/// Cubes for an elementwise kernel over `work_items` items, `per_cube` per cube: on CPUs
-/// as [`spread_cube_count`]; on GPUs one thread per item (up to the device's grid limit).
+/// Cubes for an elementwise kernel over `work_items` items, `per_cube` per cube: one unit
+/// per item, up to the device's grid limit (past it, the kernels' grid-stride loops cover
+/// the rest).
 pub fn elementwise_cube_count(
     properties: &DeviceProperties,
     work_items: u64,
     per_cube: u32,
 ) -> u32 {
-    let hardware = &properties.hardware;
-    if hardware.num_cpu_cores.is_some() {
-        return spread_cube_count(properties, work_items, per_cube);
-    }
     work_items
         .div_ceil(u64::from(per_cube.max(1)))
-        .clamp(1, u64::from(hardware.max_cube_count.0.max(1))) as u32
+        .clamp(1, u64::from(properties.hardware.max_cube_count.0.max(1))) as u32
 }
 
-/// Elements one GPU thread of the add/mul/copy kernels moves at once: the CUDA kernels load
-/// and store `f32` as `float4` when the buffers are 16-byte aligned (and fall back to a
-/// grid-stride loop, correct with any grid, when not).
-fn vector_lanes(elem: ElemType) -> usize {
-    if elem == ElemType::F32 { 4 } else { 1 }
-}
+/// Most elements one launch of an elementwise kernel covers: kernels index with `u32`, so
+/// the helpers split longer calls into launches over views of this many elements.
+pub const ELEMENTS_PER_LAUNCH: usize = 1 << 31;
 
 fn word(len: usize) -> u64 {
     len as u64
@@ -116,24 +111,45 @@ fn launch_standard<R: Runtime>(
     client.launch(kernel, count, arguments)
 }
 
-fn elementwise_count(
+/// Launches the elementwise `kernel` over `len` elements of `buffers` (each with its
+/// element type), with info `[len, extra...]`: one launch, or one per
+/// [`ELEMENTS_PER_LAUNCH`] elements over views of the buffers.
+fn launch_elementwise<R: Runtime>(
+    client: &ComputeClient<R>,
+    kernel: StandardKernel,
+    buffers: &[(&Handle, ElemType)],
     len: usize,
-) -> impl FnOnce(&DeviceProperties, &crate::kernel::CubeDim) -> CubeCount {
-    move |properties, dim| {
-        CubeCount::new_1d(elementwise_cube_count(
-            properties,
-            len as u64,
-            dim.num_elems(),
-        ))
+    extra: &[u64],
+) -> Result<(), LaunchError> {
+    let built = R::standard_kernel(kernel)?;
+    let per_cube = built.cube_dim().num_elems();
+    let mut start = 0;
+    loop {
+        let count = (len - start).min(ELEMENTS_PER_LAUNCH);
+        let bindings = buffers
+            .iter()
+            .map(|(handle, elem)| {
+                if len <= ELEMENTS_PER_LAUNCH {
+                    return Ok(handle.to_binding());
+                }
+                let size = elem.size() as u64;
+                Ok(handle
+                    .view(start as u64 * size, count as u64 * size)?
+                    .binding())
+            })
+            .collect::<Result<Vec<_>, IoError>>()?;
+        let mut info = vec![word(count)];
+        info.extend_from_slice(extra);
+        let cubes = elementwise_cube_count(client.properties(), count as u64, per_cube);
+        let arguments = KernelArguments::new()
+            .with_buffers(bindings)
+            .with_info(MetadataBindingInfo::custom(info));
+        client.launch(built.clone(), CubeCount::new_1d(cubes), arguments)?;
+        start += count;
+        if start >= len {
+            return Ok(());
+        }
     }
-}
-
-/// [`elementwise_count`] for kernels that move `elem` in vectors of [`vector_lanes`].
-fn vector_count(
-    len: usize,
-    elem: ElemType,
-) -> impl FnOnce(&DeviceProperties, &crate::kernel::CubeDim) -> CubeCount {
-    elementwise_count(len.div_ceil(vector_lanes(elem)))
 }
 
 /// Launches the empty kernel once.
@@ -157,12 +173,12 @@ pub fn fill<R: Runtime, T: Element>(
     value: T,
 ) -> Result<(), LaunchError> {
     check_holds("fill", "out", out, Some(len), T::ELEM)?;
-    launch_standard(
+    launch_elementwise(
         client,
         StandardKernel::Fill(T::ELEM),
-        &[out],
-        vec![word(len), encode_scalar(value)],
-        elementwise_count(len),
+        &[(out, T::ELEM)],
+        len,
+        &[encode_scalar(value)],
     )
 }
 
@@ -179,12 +195,12 @@ pub fn copy<R: Runtime>(
 ) -> Result<(), LaunchError> {
     check_holds("copy", "src", src, Some(len), elem)?;
     check_holds("copy", "dst", dst, Some(len), elem)?;
-    launch_standard(
+    launch_elementwise(
         client,
         StandardKernel::Copy(elem),
-        &[src, dst],
-        vec![word(len)],
-        vector_count(len, elem),
+        &[(src, elem), (dst, elem)],
+        len,
+        &[],
     )
 }
 
@@ -202,12 +218,12 @@ pub fn cast<R: Runtime>(
 ) -> Result<(), LaunchError> {
     check_holds("cast", "src", src, Some(len), from)?;
     check_holds("cast", "dst", dst, Some(len), to)?;
-    launch_standard(
+    launch_elementwise(
         client,
         StandardKernel::Cast { from, to },
-        &[src, dst],
-        vec![word(len)],
-        elementwise_count(len),
+        &[(src, from), (dst, to)],
+        len,
+        &[],
     )
 }
 
@@ -226,12 +242,12 @@ pub fn add<R: Runtime>(
     check_holds("add", "lhs", lhs, Some(len), elem)?;
     check_holds("add", "rhs", rhs, Some(len), elem)?;
     check_holds("add", "out", out, Some(len), elem)?;
-    launch_standard(
+    launch_elementwise(
         client,
         StandardKernel::Add(elem),
-        &[lhs, rhs, out],
-        vec![word(len)],
-        vector_count(len, elem),
+        &[(lhs, elem), (rhs, elem), (out, elem)],
+        len,
+        &[],
     )
 }
 
@@ -250,12 +266,12 @@ pub fn mul<R: Runtime>(
     check_holds("mul", "lhs", lhs, Some(len), elem)?;
     check_holds("mul", "rhs", rhs, Some(len), elem)?;
     check_holds("mul", "out", out, Some(len), elem)?;
-    launch_standard(
+    launch_elementwise(
         client,
         StandardKernel::Mul(elem),
-        &[lhs, rhs, out],
-        vec![word(len)],
-        vector_count(len, elem),
+        &[(lhs, elem), (rhs, elem), (out, elem)],
+        len,
+        &[],
     )
 }
 

@@ -37,13 +37,23 @@ pub trait Runtime: Sized + Send + Sync + 'static {
     /// Every device this runtime can use.
     fn enumerate_all_devices(info: &<Self::Server as ComputeServer>::Info) -> Vec<DeviceId>;
 
-    /// Builds a standard kernel.
+    /// Builds a standard kernel. The default builds the kernel-language standard kernels
+    /// ([`crate::kernel::standard::standard_kernel`]) through [`Self::language_kernel`];
+    /// backends override it for the kernels they still write themselves.
     ///
     /// # Errors
-    /// [`LaunchError`] if the backend doesn't support the kernel's element types.
+    /// [`LaunchError`] if the backend doesn't support the kernel's element types, or
+    /// can't build it.
     fn standard_kernel(
         kernel: StandardKernel,
-    ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError>;
+    ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError> {
+        crate::kernel::standard::standard_kernel::<Self>(kernel)?.ok_or_else(|| {
+            LaunchError::unknown(format!(
+                "the {} backend has no `{kernel}` kernel",
+                Self::name()
+            ))
+        })
+    }
 
     /// The variants of `kernel` worth trying on a device with `properties`, the default
     /// ([`StandardVariant::DEFAULT`]) first. The autotuner picks among them. Backends without

@@ -139,6 +139,7 @@ macro_rules! __for_each_suite_test {
                 early_return_ends_only_the_returning_unit,
                 nested_loops_break_and_continue_the_innermost,
                 short_circuit_skips_the_right_side,
+                grid_stride_loops_visit_every_element_whatever_the_grid,
                 integer_add_sub_mul_wrap_on_overflow,
                 integer_division_and_remainder_by_zero_give_zero,
                 integer_min_divided_by_minus_one_is_min,

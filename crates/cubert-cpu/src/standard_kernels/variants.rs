@@ -12,7 +12,7 @@
 use super::matmul_variants::{MatmulParams, Micro, matmul_blocked};
 use super::numeric::Numeric;
 use super::reduce_variants::reduce_rows;
-use super::{standard_kernel, with_elem};
+use super::standard_kernel;
 use crate::kernel::CpuKernel;
 use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
@@ -163,12 +163,12 @@ fn build(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError
         StandardKernel::Matmul(elem) => {
             numeric_elem(kernel, elem)?;
             let fallback = standard_kernel(kernel)?;
-            with_elem!(elem, T => build_matmul::<T>(kernel, variant, fallback))
+            cubert_runtime::with_elem!(elem, u8, T => build_matmul::<T>(kernel, variant, fallback))
         }
         StandardKernel::ReduceSum(elem) => {
             numeric_elem(kernel, elem)?;
             let fallback = standard_kernel(kernel)?;
-            with_elem!(elem, T => build_reduce::<T>(kernel, variant, fallback))
+            cubert_runtime::with_elem!(elem, u8, T => build_reduce::<T>(kernel, variant, fallback))
         }
         _ => Err(unknown(kernel, variant)),
     }

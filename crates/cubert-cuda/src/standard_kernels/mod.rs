@@ -1,6 +1,7 @@
-//! The standard kernels of the CUDA backend (see `cubert_runtime::kernel::standard` for
-//! their calling conventions): the template library of `library.rs` plus one `extern "C"`
-//! entry point per kernel and element type. Built kernels are cached; the compiled modules
+//! The standard kernels the CUDA backend still writes itself, reduce-sum and matmul (see
+//! `cubert_runtime::kernel::standard` for their calling conventions; the others come from
+//! the kernel language): the template library of `library.rs` plus one `extern "C"` entry
+//! point per kernel and element type. Built kernels are cached; the compiled modules
 //! are cached by the compiler (in memory and on disk). Matmul and reduce-sum also have
 //! variants for the autotuner (`variants.rs`).
 
@@ -19,7 +20,7 @@ use cubert_runtime::{CubeDim, LaunchError};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// Units per cube of the elementwise and reduce kernels.
+/// Units per cube of the reduce kernels.
 pub const BLOCK: u32 = 256;
 
 /// The argument block of the standard kernels and their variants: at most three buffers
@@ -28,15 +29,6 @@ pub const BLOCK: u32 = 256;
 pub const STANDARD_ARGS: ArgsCapacity = ArgsCapacity::new(4, 4);
 /// Side of the matmul output tile (units per cube: `TILE × TILE`).
 pub const TILE: u32 = 16;
-
-/// The CUDA C++ type of an element type (booleans are bytes): the language generator's
-/// names, except that the standard kernels move booleans as `unsigned char`.
-pub fn cuda_type(elem: ElemType) -> &'static str {
-    match elem {
-        ElemType::Bool => "unsigned char",
-        other => crate::lang::cuda_type::name(other),
-    }
-}
 
 fn no_booleans(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError> {
     if elem == ElemType::Bool {
@@ -50,53 +42,32 @@ fn no_booleans(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError
 
 /// The body of the entry point and its cube dim.
 fn body(kernel: StandardKernel) -> Result<(String, CubeDim), LaunchError> {
-    let elementwise = CubeDim::new_1d(BLOCK);
     Ok(match kernel {
-        StandardKernel::Noop => (String::new(), CubeDim::new_single()),
-        StandardKernel::Fill(elem) => (
-            format!("cubert_std::fill<{}>(a);", cuda_type(elem)),
-            elementwise,
-        ),
-        StandardKernel::Copy(ElemType::F32) => ("cubert_std::copy_f32(a);".into(), elementwise),
-        StandardKernel::Copy(elem) => (
-            format!("cubert_std::copy<{}>(a);", cuda_type(elem)),
-            elementwise,
-        ),
-        StandardKernel::Cast { from, to } => {
-            let call = match (from, to) {
-                (ElemType::Bool, _) => format!("cubert_std::cast_from_bool<{}>(a);", cuda_type(to)),
-                (_, ElemType::Bool) => format!("cubert_std::cast_to_bool<{}>(a);", cuda_type(from)),
-                _ => format!(
-                    "cubert_std::cast_kernel<{}, {}>(a);",
-                    cuda_type(from),
-                    cuda_type(to)
-                ),
-            };
-            (call, elementwise)
-        }
-        StandardKernel::Add(elem) | StandardKernel::Mul(elem) => {
-            no_booleans(kernel, elem)?;
-            let op = i32::from(matches!(kernel, StandardKernel::Mul(_)));
-            let call = if elem == ElemType::F32 {
-                format!("cubert_std::binary_f32<{op}>(a);")
-            } else {
-                format!("cubert_std::binary<{}, {op}>(a);", cuda_type(elem))
-            };
-            (call, elementwise)
-        }
         StandardKernel::ReduceSum(elem) => {
             no_booleans(kernel, elem)?;
             (
-                format!("cubert_std::reduce_sum<{}>(a);", cuda_type(elem)),
+                format!(
+                    "cubert_std::reduce_sum<{}>(a);",
+                    crate::lang::cuda_type::name(elem)
+                ),
                 CubeDim::new_1d(BLOCK),
             )
         }
         StandardKernel::Matmul(elem) => {
             no_booleans(kernel, elem)?;
             (
-                format!("cubert_std::matmul<{}>(a);", cuda_type(elem)),
+                format!(
+                    "cubert_std::matmul<{}>(a);",
+                    crate::lang::cuda_type::name(elem)
+                ),
                 CubeDim::new_2d(TILE, TILE),
             )
+        }
+        other => {
+            return Err(LaunchError::unknown(format!(
+                "`{other}` comes from the kernel language, not from the CUDA backend's own \
+                 kernels"
+            )));
         }
     })
 }

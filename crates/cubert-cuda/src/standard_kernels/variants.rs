@@ -16,7 +16,7 @@
 //! matrix, so checked launches report out-of-bounds accesses as the default kernels do.
 //! The default variant is the standard kernel itself.
 
-use super::{LIBRARY, TILE, cuda_type};
+use super::{LIBRARY, TILE};
 use crate::kernel::CudaKernel;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
@@ -297,7 +297,7 @@ fn numeric(kernel: StandardKernel, elem: ElemType) -> Result<&'static str, Launc
             "the CUDA backend has no `{kernel}` kernel: arithmetic on booleans is not defined"
         )));
     }
-    Ok(cuda_type(elem))
+    Ok(crate::lang::cuda_type::name(elem))
 }
 
 /// The call and cube dim of variant `variant` of `kernel`.

@@ -9,14 +9,26 @@
 //! [`ExclusiveArray`]s: plain loads and stores with no bounds check, which the compiler
 //! vectorizes like a loop over slices.
 //!
-//! That body may only run over cubes [`exclusive_cubes`] accepted:
+//! That body may only run over the units [`exclusive_cubes`] accepted:
 //!
 //! - every unit's elements are inside every array (so no access needs a check: nothing is
-//!   out of bounds, nothing to report), and
+//!   out of bounds, nothing to report): on cubes of one dimension the accepted part of a
+//!   run of cubes stops where the shortest array does, and the rest of the run, its tail,
+//!   runs the checked body unit by unit ([`ExclusiveRun::run_tail`]), and
 //! - no two units touch one element: every array written is either the same view as
 //!   another array (same first byte, same element size: unit `i` reads and writes its own
 //!   element) or doesn't overlap it. Other units (on other threads) never touch this
 //!   unit's elements, so plain accesses can't race within the launch.
+//!
+//! - for kernels with grid-stride loops (`for i in (ABSOLUTE_POS..end).step_by(CUBE_COUNT *
+//!   CUBE_DIM)`), the grid has at least `end` units for every such loop, so each unit's
+//!   loop runs at most once, at its own position, and the accepted units are below every
+//!   `end` (the part stops there too), so it runs exactly once. The macro evaluates each
+//!   loop's `end` from the parameters alone (it allows nothing else there) and writes the
+//!   loop in the exclusive body as that one iteration, with no test left to vectorize
+//!   around. This is how a kernel that is correct for any
+//!   grid (the standard kernels' convention) still runs at the speed of a map when its
+//!   grid covers the elements.
 //!
 //! Cubes it refuses run the checked body (`Array`: bounds checks, relaxed atomic accesses)
 //! as before, so a launch that overruns a buffer still gets its out-of-bounds report. As
@@ -40,24 +52,33 @@ pub struct ExclusiveParam {
 }
 
 /// The units of a run of cubes the exclusive body may run: absolute positions
-/// `start .. end`, every array holding at least `end_element` elements.
+/// `start .. end`, every array holding at least `end_element` elements. The run's other
+/// units, `end .. tail_end`, run the checked body ([`ExclusiveRun::run_tail`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ExclusiveRun {
     start: u32,
     end: u32,
     end_element: u64,
+    tail_end: u32,
 }
 
-/// The run of cubes `first.cube_pos.x .. + cubes` (with `first`'s y and z), if the
-/// exclusive body of a kernel whose units access their own line of `width` elements of
-/// each array in `params` may run it. See the module docs for the conditions.
+/// The part of the run of cubes `first.cube_pos.x .. + cubes` (with `first`'s y and z)
+/// that the exclusive body of a kernel may run, if any: the kernel's units access their own
+/// line of `width` elements of each array in `params`, and its grid-stride loops end at
+/// `grid_stride_ends`. See the module docs for the conditions. On cubes of one dimension
+/// the part may stop short of the run's end (where an array or a loop ends); the units
+/// after it are the run's tail, for the checked body.
 pub fn exclusive_cubes(
     first: &Unit,
     cubes: u32,
     args: &Args<'_>,
     width: u32,
     params: &[ExclusiveParam],
+    grid_stride_ends: &[u32],
 ) -> Option<ExclusiveRun> {
+    if !grid_stride_ends.is_empty() && !grid_covers(first, grid_stride_ends) {
+        return None;
+    }
     // The units' absolute positions: a contiguous run, unless a wrap in the GPU's u32
     // arithmetic makes two units share one (then the checked body runs).
     if cubes > 1 && (first.cube_count.1, first.cube_count.2) != (1, 1) {
@@ -65,18 +86,32 @@ pub fn exclusive_cubes(
     }
     let units_per_cube = u64::from(first.cube_dim());
     let start = u64::from(first.cube_pos()) * units_per_cube;
-    let end = start + u64::from(cubes) * units_per_cube;
-    let (start, end) = (u32::try_from(start).ok()?, u32::try_from(end).ok()?);
-    let end_element = u64::from(end) * u64::from(width);
-    let views = params
-        .iter()
-        .map(|param| {
-            let raw = args.raw(param.slot)?;
-            let bytes = end_element.checked_mul(param.elem_size as u64)?;
-            let aligned = (raw.ptr as usize).is_multiple_of(param.elem_size.max(1));
-            (aligned && bytes <= raw.len as u64).then_some((raw, *param))
-        })
-        .collect::<Option<Vec<(RawArray, ExclusiveParam)>>>()?;
+    let run_end = start + u64::from(cubes) * units_per_cube;
+    let (start, run_end) = (u32::try_from(start).ok()?, u32::try_from(run_end).ok()?);
+    // Where the exclusive part ends: at the first unit whose line some array doesn't hold
+    // or past some grid-stride loop's end.
+    let width = u64::from(width.max(1));
+    let mut limit = u64::from(run_end);
+    let mut views = Vec::with_capacity(params.len());
+    for param in params {
+        let raw = args.raw(param.slot)?;
+        if !(raw.ptr as usize).is_multiple_of(param.elem_size.max(1)) {
+            return None;
+        }
+        let lines = raw.len as u64 / (param.elem_size.max(1) as u64 * width);
+        limit = limit.min(lines);
+        views.push((raw, *param));
+    }
+    for &end in grid_stride_ends {
+        limit = limit.min(u64::from(end));
+    }
+    // Cubes of more than one dimension run whole (their units' positions aren't a range
+    // of their cube's x), so they stop nowhere but at the run's end.
+    let one_dimensional = (first.cube_dim.1, first.cube_dim.2) == (1, 1);
+    if limit <= u64::from(start) || (limit < u64::from(run_end) && !one_dimensional) {
+        return None;
+    }
+    let end = limit as u32;
     let apart = views.iter().enumerate().all(|(i, (written, param))| {
         !param.written
             || views.iter().enumerate().all(|(j, (other, other_param))| {
@@ -88,8 +123,25 @@ pub fn exclusive_cubes(
     apart.then_some(ExclusiveRun {
         start,
         end,
-        end_element,
+        end_element: u64::from(end) * width,
+        tail_end: run_end,
     })
+}
+
+/// Whether the grid has at least `end` units for every grid-stride loop end, counted
+/// without the wrap of the kernel's `CUBE_COUNT * CUBE_DIM` (a grid of 2^32 units or more
+/// is refused: its stride wraps in `u32`).
+fn grid_covers(unit: &Unit, grid_stride_ends: &[u32]) -> bool {
+    let (x, y, z) = unit.cube_count;
+    let (dx, dy, dz) = unit.cube_dim;
+    let units = [y, z, dx, dy, dz]
+        .into_iter()
+        .try_fold(u64::from(x), |units, factor| {
+            units.checked_mul(u64::from(factor))
+        });
+    units
+        .filter(|&units| units <= u64::from(u32::MAX))
+        .is_some_and(|units| grid_stride_ends.iter().all(|&end| u64::from(end) <= units))
 }
 
 fn disjoint(a: &RawArray, b: &RawArray) -> bool {
@@ -126,6 +178,25 @@ impl std::ops::Deref for ExclusiveUnit {
 }
 
 impl ExclusiveRun {
+    /// Runs `checked_body` (the kernel's checked body) for the run's tail: the units after
+    /// the exclusive part, on cubes of one dimension (`exclusive_cubes` makes a tail only
+    /// there).
+    pub fn run_tail<'a>(
+        &self,
+        first: &Unit,
+        args: &Args<'a>,
+        mut checked_body: impl FnMut(&Unit, &Args<'a>),
+    ) {
+        let dx = first.cube_dim.0.max(1);
+        let mut unit = *first;
+        for absolute in self.end..self.tail_end {
+            let offset = absolute - self.start;
+            unit.unit_pos = (offset % dx, 0, 0);
+            unit.cube_pos.0 = first.cube_pos.0.wrapping_add(offset / dx);
+            checked_body(&unit, args);
+        }
+    }
+
     /// Runs `unit_body` for every unit of the run, x fastest, one cube after the other,
     /// with `args` telling the exclusive arrays how many elements they hold. `width` is the
     /// line width the run was checked for (a constant in the macro's code, so the compiler
@@ -321,13 +392,16 @@ mod tests {
         // SAFETY: the views are inside `memory`, which outlives `args`.
         let args = unsafe { Args::new(&buffers, &[], &Quiet) };
         let params = [param(0, false), param(1, true)];
-        let run = exclusive_cubes(&first_cube(4), 4, &args, 1, &params).unwrap();
-        assert_eq!((run.start, run.end, run.end_element), (0, 16, 16));
-        assert!(exclusive_cubes(&first_cube(4), 2, &args, 2, &params).is_some());
+        let run = exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[]).unwrap();
+        assert_eq!(
+            (run.start, run.end, run.end_element, run.tail_end),
+            (0, 16, 16, 16)
+        );
+        assert!(exclusive_cubes(&first_cube(4), 2, &args, 2, &params, &[]).is_some());
         let same = [a, a];
         // SAFETY: as above.
         let args = unsafe { Args::new(&same, &[], &Quiet) };
-        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params).is_some());
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[]).is_some());
     }
 
     #[test]
@@ -338,19 +412,51 @@ mod tests {
         let overlapping = [a, shifted];
         // SAFETY: the views are inside `memory`, which outlives `args`.
         let args = unsafe { Args::new(&overlapping, &[], &Quiet) };
-        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params).is_none());
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[]).is_none());
         let disjoint = [a, view(&mut memory, 16, 16)];
         // SAFETY: as above.
         let args = unsafe { Args::new(&disjoint, &[], &Quiet) };
-        // 5 cubes of 4 units need 20 elements; lines of 2 need 32 for 4 cubes.
-        assert!(exclusive_cubes(&first_cube(5), 5, &args, 1, &params).is_none());
-        assert!(exclusive_cubes(&first_cube(4), 4, &args, 2, &params).is_none());
+        // 5 cubes of 4 units need 20 elements: the first 16 units are exclusive, the last
+        // 4 the tail; lines of 2 need 32 for 4 cubes: 8 exclusive units.
+        let run = exclusive_cubes(&first_cube(5), 5, &args, 1, &params, &[]).unwrap();
+        assert_eq!((run.start, run.end, run.tail_end), (0, 16, 20));
+        let run = exclusive_cubes(&first_cube(4), 4, &args, 2, &params, &[]).unwrap();
+        assert_eq!((run.end, run.end_element, run.tail_end), (8, 16, 16));
+        // A run starting past the arrays' end has no exclusive part.
+        let mut late = first_cube(8);
+        late.cube_pos.0 = 4;
+        assert!(exclusive_cubes(&late, 4, &args, 1, &params, &[]).is_none());
+        // Cubes of two dimensions run whole or not at all.
+        let mut square = first_cube(5);
+        square.cube_dim = (2, 2, 1);
+        assert!(exclusive_cubes(&square, 5, &args, 1, &params, &[]).is_none());
+        assert!(exclusive_cubes(&square, 4, &args, 1, &params, &[]).is_some());
         // A buffer the launch doesn't have.
         let missing = [param(0, false), param(2, true)];
-        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &missing).is_none());
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &missing, &[]).is_none());
         // Positions past u32::MAX wrap on a GPU: never exclusive.
         let mut far = first_cube(u32::MAX);
         far.cube_pos.0 = u32::MAX / 4;
-        assert!(exclusive_cubes(&far, 2, &args, 1, &[]).is_none());
+        assert!(exclusive_cubes(&far, 2, &args, 1, &[], &[]).is_none());
+    }
+
+    #[test]
+    fn grid_stride_loops_are_exclusive_only_where_the_grid_covers_their_ends() {
+        let mut memory = vec![0u32; 64];
+        let buffers = [view(&mut memory, 0, 16), view(&mut memory, 16, 16)];
+        // SAFETY: the views are inside `memory`, which outlives `args`.
+        let args = unsafe { Args::new(&buffers, &[], &Quiet) };
+        let params = [param(0, false), param(1, true)];
+        // 4 cubes of 4 units: 16 units cover loops ending at 16 or before; units past
+        // the nearest end are the tail.
+        let run = exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[16, 3]).unwrap();
+        assert_eq!((run.end, run.tail_end), (3, 16));
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[17]).is_none());
+        // A smaller grid runs the first 2 cubes here: their units would loop twice.
+        assert!(exclusive_cubes(&first_cube(2), 2, &args, 1, &params, &[16]).is_none());
+        // A grid of 2^32 units or more: `CUBE_COUNT * CUBE_DIM` wraps, never exclusive.
+        let mut huge = first_cube(1 << 30);
+        huge.cube_count.1 = 4;
+        assert!(exclusive_cubes(&huge, 1, &args, 1, &params, &[1]).is_none());
     }
 }

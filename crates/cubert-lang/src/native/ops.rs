@@ -168,9 +168,13 @@ pub fn min<T: Numeric>(a: T, b: T) -> T {
 pub fn max<T: Numeric>(a: T, b: T) -> T {
     T::max_of(a, b)
 }
-/// `x as T`, with the language's conversions (see [`Scalar::narrow`]).
+/// `x as T`, with the language's conversions (see [`Scalar::narrow`]); a cast to the same
+/// type keeps the bits (a signalling NaN stays one, as in Rust and the CUDA generator).
 #[inline]
 pub fn cast<T: Scalar, S: Scalar>(value: S) -> T {
+    if T::ELEM == S::ELEM {
+        return T::from_bits(value.to_bits());
+    }
     T::narrow(value.widen())
 }
 

@@ -290,9 +290,27 @@ fn short_circuit(x: &Array<i32>, out: &mut Array<u32>) {
     }
 }
 
+/// A grid-stride loop (every `i < n`, whatever the grid) with `continue` and `break`:
+/// doubles each element, skips negative ones, and stops the unit at the first one over
+/// 1000. Its end names parameters only, so the CPU runs it as a map where the grid covers
+/// `n`.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn grid_stride_double(x: &Array<i32>, out: &mut Array<i32>, n: u32) {
+    for i in (ABSOLUTE_POS..n.min(out.len())).step_by(CUBE_COUNT * CUBE_DIM) {
+        if x[i] < 0 {
+            continue;
+        }
+        if x[i] > 1000 {
+            break;
+        }
+        out[i] = x[i] * 2;
+    }
+}
+
 /// A specialization of each kernel of this module.
 pub(super) fn definitions() -> Vec<KernelDefinition> {
     vec![
+        grid_stride_double::definition(),
         classify::definition(),
         if_values::definition(),
         ranges::definition(),
@@ -553,4 +571,47 @@ pub fn short_circuit_skips_the_right_side<B: TestBackend>() {
         })
         .collect();
     assert_eq!(got, want, "inputs {x:?}");
+}
+
+/// A grid-stride loop visits every `i < n` whatever the grid: one cube, a few, exactly one
+/// unit per element, and more units than elements; `continue` skips an element and
+/// `break` ends the unit's loop, as the host's per-unit model of the same loop says.
+pub fn grid_stride_loops_visit_every_element_whatever_the_grid<B: TestBackend>() {
+    let client = client::<B>();
+    let n = 1000usize;
+    let x: Vec<i32> = (0..n as i32)
+        .map(|i| match i % 97 {
+            0 => -i,
+            13 => 5000 + i,
+            _ => i,
+        })
+        .collect();
+    let xs = upload_scalars::<B, i32>(&client, &x);
+    for (cubes, dim) in [(1u32, 32u32), (3, 64), (125, 8), (40, 32)] {
+        let out = filled::<B, i32>(&client, -7, n);
+        grid_stride_double::launch::<B::R>(
+            &client,
+            CubeCount::new_1d(cubes),
+            CubeDim::new_1d(dim),
+            &xs,
+            &out,
+            n as u32,
+        )
+        .unwrap();
+        let got = read_scalars::<B, i32>(&client, &out);
+        let units = (cubes * dim) as usize;
+        let mut want = vec![-7; n];
+        for unit in 0..units {
+            for i in (unit..n).step_by(units) {
+                if x[i] < 0 {
+                    continue;
+                }
+                if x[i] > 1000 {
+                    break;
+                }
+                want[i] = x[i] * 2;
+            }
+        }
+        assert_eq!(got, want, "{cubes} cubes of {dim}");
+    }
 }

@@ -6,6 +6,16 @@
 //!
 //! Scalars are packed one per 64-bit info word, as the little-endian bytes of the value
 //! padded with zeros ([`encode_scalar`] / [`decode_scalar`]).
+//!
+//! The elementwise kernels (and the empty one) are written once, in the kernel language
+//! (`elementwise`), and built for every runtime by [`standard_kernel`]; that calling
+//! convention is the language's own (arrays are the buffers in order, scalars the info
+//! words in order). Reduce-sum and matmul are still written per backend.
+
+mod build;
+pub mod elementwise;
+
+pub use build::{ELEMENTWISE_CUBE_DIM, definition, standard_kernel};
 
 use crate::elem::ElemType;
 use bytemuck::Pod;
@@ -42,6 +52,26 @@ pub enum StandardKernel {
 }
 
 impl StandardKernel {
+    /// Every standard kernel for every element type it is defined for (arithmetic on
+    /// booleans is not): what code-generation tests compile.
+    pub fn every() -> Vec<StandardKernel> {
+        let mut kernels = vec![StandardKernel::Noop];
+        for elem in ElemType::ALL {
+            kernels.push(StandardKernel::Fill(elem));
+            kernels.push(StandardKernel::Copy(elem));
+            if elem != ElemType::Bool {
+                kernels.push(StandardKernel::Add(elem));
+                kernels.push(StandardKernel::Mul(elem));
+                kernels.push(StandardKernel::ReduceSum(elem));
+                kernels.push(StandardKernel::Matmul(elem));
+            }
+            for to in ElemType::ALL {
+                kernels.push(StandardKernel::Cast { from: elem, to });
+            }
+        }
+        kernels
+    }
+
     /// A short name (`add_f32`, `cast_f32_i32`, ...).
     pub fn name(&self) -> String {
         match self {

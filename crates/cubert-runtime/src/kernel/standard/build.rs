@@ -1,0 +1,168 @@
+//! Builds the standard kernels from their kernel-language definitions, for any runtime.
+//!
+//! [`standard_kernel`] picks the definition of a [`StandardKernel`] (the Rust element types
+//! its `ElemType`s name), renames it after the kernel (`add_f32`, as profiles and errors
+//! name it), and has the runtime build it (`Runtime::language_kernel`: native code on the
+//! CPU, NVRTC on CUDA). Built kernels are cached per runtime and kernel, so a launch
+//! builds nothing after the first.
+
+use super::StandardKernel;
+use super::elementwise::{binary, cast, copy, fill, noop};
+use crate::elem::ElemType;
+use crate::error::LaunchError;
+use crate::kernel::CubeDim;
+use crate::lang::KernelDefinition;
+use crate::runtime::Runtime;
+use crate::server::ComputeServer;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// Units per cube of the elementwise standard kernels.
+pub const ELEMENTWISE_CUBE_DIM: CubeDim = CubeDim::new_1d(256);
+
+/// Calls `$body` with the type `$t` bound to the Rust type of the
+/// [`ElemType`](crate::elem::ElemType) `$elem`: `f16`, `f32`, ..., `u64`; booleans are
+/// `$bool` (`u8` where a kernel moves bytes, `bool` where it converts). How code that
+/// knows an element type only at run time calls code generic over it.
+#[macro_export]
+macro_rules! with_elem {
+    ($elem:expr, $bool:ty, $t:ident => $body:expr) => {
+        match $elem {
+            $crate::elem::ElemType::F16 => {
+                type $t = $crate::lang::prelude::f16;
+                $body
+            }
+            $crate::elem::ElemType::BF16 => {
+                type $t = $crate::lang::prelude::bf16;
+                $body
+            }
+            $crate::elem::ElemType::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::elem::ElemType::F64 => {
+                type $t = f64;
+                $body
+            }
+            $crate::elem::ElemType::I8 => {
+                type $t = i8;
+                $body
+            }
+            $crate::elem::ElemType::I16 => {
+                type $t = i16;
+                $body
+            }
+            $crate::elem::ElemType::I32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::elem::ElemType::I64 => {
+                type $t = i64;
+                $body
+            }
+            $crate::elem::ElemType::U8 => {
+                type $t = u8;
+                $body
+            }
+            $crate::elem::ElemType::U16 => {
+                type $t = u16;
+                $body
+            }
+            $crate::elem::ElemType::U32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::elem::ElemType::U64 => {
+                type $t = u64;
+                $body
+            }
+            $crate::elem::ElemType::Bool => {
+                type $t = $bool;
+                $body
+            }
+        }
+    };
+}
+
+/// The kernel-language definition and cube dim of `kernel`, or `None` for the kernels the
+/// backends still write themselves (reduce-sum, matmul).
+///
+/// # Errors
+/// [`LaunchError`] for arithmetic on booleans, which no backend defines.
+pub fn definition(
+    kernel: StandardKernel,
+) -> Result<Option<(KernelDefinition, CubeDim)>, LaunchError> {
+    let arithmetic = |elem: ElemType| {
+        if elem == ElemType::Bool {
+            Err(LaunchError::unknown(format!(
+                "there is no `{kernel}` kernel: arithmetic on booleans is not defined"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let elementwise = ELEMENTWISE_CUBE_DIM;
+    let (definition, cube_dim) = match kernel {
+        StandardKernel::Noop => (noop::definition(), CubeDim::new_single()),
+        StandardKernel::Fill(elem) => (
+            crate::with_elem!(elem, u8, T => fill::definition::<T>()),
+            elementwise,
+        ),
+        StandardKernel::Copy(elem) => (
+            crate::with_elem!(elem, u8, T => copy::definition::<T>()),
+            elementwise,
+        ),
+        StandardKernel::Cast { from, to } => (
+            crate::with_elem!(from, bool, S => crate::with_elem!(to, bool, D => cast::definition::<S, D>())),
+            elementwise,
+        ),
+        StandardKernel::Add(elem) => {
+            arithmetic(elem)?;
+            (
+                crate::with_elem!(elem, u8, T => binary::definition::<T>(false)),
+                elementwise,
+            )
+        }
+        StandardKernel::Mul(elem) => {
+            arithmetic(elem)?;
+            (
+                crate::with_elem!(elem, u8, T => binary::definition::<T>(true)),
+                elementwise,
+            )
+        }
+        StandardKernel::ReduceSum(_) | StandardKernel::Matmul(_) => return Ok(None),
+    };
+    let name = kernel.name();
+    Ok(Some((definition.renamed(name.clone(), name), cube_dim)))
+}
+
+type BuiltKernels = HashMap<(TypeId, StandardKernel), Box<dyn Any + Send>>;
+
+/// `kernel` built for runtime `R` from its kernel-language definition, once per process;
+/// `None` for the kernels the backends still write themselves (reduce-sum, matmul).
+///
+/// # Errors
+/// As [`definition`], or the runtime's build error (`Runtime::language_kernel`).
+pub fn standard_kernel<R: Runtime>(
+    kernel: StandardKernel,
+) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
+    static BUILT: OnceLock<Mutex<BuiltKernels>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (TypeId::of::<R>(), kernel);
+    let lock = || built.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = lock()
+        .get(&key)
+        .and_then(|kernel| kernel.downcast_ref::<<R::Server as ComputeServer>::Kernel>())
+    {
+        return Ok(Some(found.clone()));
+    }
+    let Some((definition, cube_dim)) = definition(kernel)? else {
+        return Ok(None);
+    };
+    // Built outside the lock: an NVRTC compile takes a while; two threads building the
+    // same kernel at once build it twice.
+    let compiled = R::language_kernel(&definition, cube_dim)?;
+    lock().insert(key, Box::new(compiled.clone()));
+    Ok(Some(compiled))
+}

@@ -1,0 +1,80 @@
+//! The elementwise standard kernels, written once in the kernel language.
+//!
+//! Each kernel visits every `i < len` whatever the grid: a grid-stride loop starting at
+//! the unit's position and stepping by the grid's unit count. A GPU launch of one unit per
+//! element runs the loop once per unit, as a hand-written CUDA kernel would; on the CPU
+//! such a grid takes the exclusive fast path (plain loads and stores the compiler
+//! vectorizes), and any smaller grid, or one whose buffers don't hold every element, takes
+//! the checked body.
+//!
+//! The loop's end is `len` clamped to one past the longest buffer: an element past every
+//! buffer is out of bounds for each access, so visiting one of them reports the launch as
+//! out of bounds, and a launch with an absurd length (a caller who builds the launch by
+//! hand, past `ops`' checks) fails at once instead of visiting billions of elements. The
+//! clamp also keeps the end in `u32` (kernels index with `u32`; `ops` splits longer
+//! calls).
+
+use crate::lang::prelude::*;
+
+/// Does nothing: launch overhead.
+#[cubert_macros::kernel(crate = crate)]
+pub fn noop() {}
+
+/// `out[i] = value` for `i < len`.
+#[cubert_macros::kernel(crate = crate)]
+pub fn fill<T: Scalar>(out: &mut Array<T>, len: u64, value: T) {
+    for i in (ABSOLUTE_POS..len.min(out.len() as u64 + 1u64).min(4294967295u64) as u32)
+        .step_by(CUBE_COUNT * CUBE_DIM)
+    {
+        out[i] = value;
+    }
+}
+
+/// `dst[i] = src[i]` for `i < len`.
+#[cubert_macros::kernel(crate = crate)]
+pub fn copy<T: Scalar>(src: &Array<T>, dst: &mut Array<T>, len: u64) {
+    for i in (ABSOLUTE_POS
+        ..len
+            .min(src.len().max(dst.len()) as u64 + 1u64)
+            .min(4294967295u64) as u32)
+        .step_by(CUBE_COUNT * CUBE_DIM)
+    {
+        dst[i] = src[i];
+    }
+}
+
+/// `dst[i] = src[i] as D` for `i < len`, with the language's casts.
+#[cubert_macros::kernel(crate = crate)]
+pub fn cast<S: Scalar, D: Scalar>(src: &Array<S>, dst: &mut Array<D>, len: u64) {
+    for i in (ABSOLUTE_POS
+        ..len
+            .min(src.len().max(dst.len()) as u64 + 1u64)
+            .min(4294967295u64) as u32)
+        .step_by(CUBE_COUNT * CUBE_DIM)
+    {
+        dst[i] = src[i] as D;
+    }
+}
+
+/// `out[i] = lhs[i] + rhs[i]` for `i < len`, or `lhs[i] * rhs[i]` when `multiply`.
+#[cubert_macros::kernel(crate = crate)]
+pub fn binary<T: Numeric>(
+    lhs: &Array<T>,
+    rhs: &Array<T>,
+    out: &mut Array<T>,
+    len: u64,
+    #[comptime] multiply: bool,
+) {
+    for i in (ABSOLUTE_POS
+        ..len
+            .min(lhs.len().max(rhs.len()).max(out.len()) as u64 + 1u64)
+            .min(4294967295u64) as u32)
+        .step_by(CUBE_COUNT * CUBE_DIM)
+    {
+        if multiply {
+            out[i] = lhs[i] * rhs[i];
+        } else {
+            out[i] = lhs[i] + rhs[i];
+        }
+    }
+}
