@@ -18,6 +18,7 @@
 //! modules of this one.
 
 mod communication;
+mod copy;
 mod launch;
 
 use crate::collective::{Caller, CudaCollectives};
@@ -484,6 +485,12 @@ impl ComputeServer for CudaServer {
             if let Err(error) = self.upload(&descriptor, data, stream) {
                 self.shared.push_error(stream, error);
             }
+        }
+    }
+
+    fn copy(&mut self, source: Binding, destination: Binding, stream: StreamId) {
+        if let Err(error) = self.copy_between(&source, &destination, stream) {
+            self.shared.push_error(stream, error);
         }
     }
 

@@ -182,7 +182,9 @@ pub fn fill<R: Runtime, T: Element>(
     )
 }
 
-/// `dst[i] = src[i]` for `i < len` elements of `elem`.
+/// `dst[i] = src[i]` for `i < len` elements of `elem`: a memory copy of the first
+/// `len` elements ([`ComputeClient::copy`]), or the standard copy kernel where the two
+/// ranges overlap without being the same.
 ///
 /// # Errors
 /// As [`ComputeClient::launch`].
@@ -195,6 +197,11 @@ pub fn copy<R: Runtime>(
 ) -> Result<(), LaunchError> {
     check_holds("copy", "src", src, Some(len), elem)?;
     check_holds("copy", "dst", dst, Some(len), elem)?;
+    let bytes = len as u64 * elem.size() as u64;
+    let (from, to) = (src.view(0, bytes)?, dst.view(0, bytes)?);
+    if bytes > 0 && !crate::client::overlap_partly(&from, &to) {
+        return Ok(client.copy(&from, &to)?);
+    }
     launch_elementwise(
         client,
         StandardKernel::Copy(elem),

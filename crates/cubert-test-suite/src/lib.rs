@@ -340,6 +340,8 @@ macro_rules! __for_each_suite_test {
                 write_to_a_view_or_range_changes_only_those_bytes,
                 write_tensor_fills_a_strided_region,
                 bad_writes_are_refused_and_change_nothing,
+                copy_moves_bytes_between_handles_in_stream_order,
+                bad_copies_are_refused_and_change_nothing,
             }
             ]
             [

@@ -1,10 +1,11 @@
 //! Writing into existing memory: `write` (a handle or view), `write_range` (a byte range)
 //! and `write_tensor` (a strided region), ordered on the client's stream like launches;
-//! bad writes are refused before anything is queued and change nothing.
+//! bad writes are refused before anything is queued and change nothing. `copy` moves one
+//! handle's bytes into another of the same device, ordered the same way.
 
 use crate::backend::TestBackend;
 use crate::support::client;
-use cubert_runtime::{Bytes, IoError, ops};
+use cubert_runtime::{Bytes, ElemType, IoError, ops};
 
 /// A write replaces a handle's bytes and is ordered with launches on the stream: a fill
 /// before it is overwritten, a fill after it overwrites it.
@@ -98,4 +99,101 @@ pub fn bad_writes_are_refused_and_change_nothing<B: TestBackend>() {
     );
     client.sync().unwrap();
     assert_eq!(client.read_one(handle).unwrap().to_elems::<u32>(), original);
+}
+
+/// A copy between two handles is ordered on the stream like a launch: it sees a fill
+/// queued before it, and a launch queued after it sees the copied bytes; copies of views
+/// change only the destination view. A large copy (48 MiB, the CPU's multi-threaded path)
+/// arrives whole.
+pub fn copy_moves_bytes_between_handles_in_stream_order<B: TestBackend>() {
+    let client = client::<B>();
+    let source = client.create(Bytes::from_elems(vec![1u32; 64])).unwrap();
+    let destination = client.create(Bytes::from_elems(vec![0u32; 64])).unwrap();
+    ops::fill(&client, &source, 64, 7u32).unwrap();
+    client.copy(&source, &destination).unwrap();
+    ops::add(
+        &client,
+        &destination,
+        &destination,
+        &source,
+        64,
+        ElemType::U32,
+    )
+    .unwrap();
+    assert_eq!(
+        client
+            .read_one(destination.clone())
+            .unwrap()
+            .to_elems::<u32>(),
+        vec![7u32; 64]
+    );
+    assert_eq!(
+        client.read_one(source.clone()).unwrap().to_elems::<u32>(),
+        vec![14u32; 64]
+    );
+    // Elements 8..16 of the source onto elements 0..8 of the destination.
+    let numbers = client
+        .create(Bytes::from_elems((0..64u32).collect::<Vec<_>>()))
+        .unwrap();
+    client
+        .copy(
+            &numbers.view(32, 32).unwrap(),
+            &destination.view(0, 32).unwrap(),
+        )
+        .unwrap();
+    let mut want = vec![7u32; 64];
+    want[..8].copy_from_slice(&[8, 9, 10, 11, 12, 13, 14, 15]);
+    assert_eq!(
+        client.read_one(destination).unwrap().to_elems::<u32>(),
+        want
+    );
+    let len = 12 << 20;
+    let big: Vec<u32> = (0..len as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let big_source = client.create(Bytes::from_elems(big.clone())).unwrap();
+    let big_destination = client.empty(len * 4).unwrap();
+    ops::copy(&client, &big_source, &big_destination, len, ElemType::U32).unwrap();
+    assert!(client.read_one(big_destination).unwrap().to_elems::<u32>() == big);
+}
+
+/// Copies between handles of different sizes or views that overlap without being the same
+/// are refused with `InvalidArgument` before anything is queued; copying a view onto itself
+/// does nothing; `ops::copy` between two apart ranges of one buffer copies them.
+pub fn bad_copies_are_refused_and_change_nothing<B: TestBackend>() {
+    let client = client::<B>();
+    let original: Vec<u32> = (100..116).collect();
+    let handle = client.create(Bytes::from_elems(original.clone())).unwrap();
+    let other = client.create(Bytes::from_elems(vec![0u32; 8])).unwrap();
+    let refused = |result: Result<(), IoError>, what: &str| match result {
+        Err(IoError::InvalidArgument { .. }) => {}
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    refused(client.copy(&handle, &other), "sizes differ");
+    refused(
+        client.copy(&handle.view(0, 32).unwrap(), &handle.view(16, 32).unwrap()),
+        "overlapping views",
+    );
+    client.copy(&handle, &handle).unwrap();
+    client.sync().unwrap();
+    assert_eq!(
+        client.read_one(handle.clone()).unwrap().to_elems::<u32>(),
+        original
+    );
+    assert_eq!(
+        client.read_one(other).unwrap().to_elems::<u32>(),
+        vec![0u32; 8]
+    );
+    // Elements 0..4 onto 8..12 of one buffer: apart, a memory copy.
+    ops::copy(
+        &client,
+        &handle,
+        &handle.view(32, 16).unwrap(),
+        4,
+        ElemType::U32,
+    )
+    .unwrap();
+    let mut want = original.clone();
+    want[8..12].copy_from_slice(&original[..4]);
+    assert_eq!(client.read_one(handle).unwrap().to_elems::<u32>(), want);
 }

@@ -1,4 +1,4 @@
-//! Copies: host to device, device to host (`cuMemcpy*`), pitched (`cuMemcpy2DAsync`), and
+//! Copies: host to device, device to host, device to device (`cuMemcpy*`), pitched (`cuMemcpy2DAsync`), and
 //! between the memory of two contexts (`cuMemcpyPeerAsync`, `cuMemcpy3DPeerAsync`).
 //!
 //! Every copy is `unsafe`: the driver reads and writes raw addresses, and an asynchronous
@@ -49,6 +49,25 @@ pub unsafe fn dtoh_async(
 ) -> Result<(), DriverFailure> {
     // SAFETY: the caller upholds this function's contract.
     unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, bytes, stream) }.during("cuMemcpyDtoHAsync")
+}
+
+/// Queues a copy of `bytes` from device `src` to device `dst` of the current context on
+/// `stream` (`cuMemcpyDtoDAsync`).
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// `src` and `dst` each hold `bytes` bytes of device memory of the current context, the two
+/// ranges don't overlap, both stay alive until the copy completes, and `stream` is live.
+pub unsafe fn dtod_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverFailure> {
+    // SAFETY: the caller upholds this function's contract.
+    unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) }.during("cuMemcpyDtoDAsync")
 }
 
 /// Copies `bytes` from device `src` to host `dst`, waiting for the copy (`cuMemcpyDtoH`).

@@ -8,13 +8,14 @@
 //!
 //! The methods are grouped by concern, one file each, declared in the order a user meets
 //! them (rustdoc lists the groups in this order): `create` (uploads and empty memory),
-//! `write` (writes into existing memory), `read` (reads and resources), `launch` (kernels
+//! `write` and `copy` (writes into existing memory), `read` (reads and resources), `launch` (kernels
 //! and profiling), `graph` (capture and replay), `transfer` (moving data between devices),
 //! `collective` (all-reduce, send/recv, process groups).
 
 // One group per line, in the order above (not sorted: rustdoc shows them in this order).
 mod create;
 // Writes into existing memory.
+mod copy;
 mod write;
 // Reads.
 mod lazy_read;
@@ -40,6 +41,7 @@ use crate::server::{ComputeServer, ServerUtilities};
 use crate::stream::StreamId;
 use std::sync::Arc;
 
+pub(crate) use copy::overlap_partly;
 pub use graph::Graph;
 pub use lazy_read::LazyRead;
 

@@ -146,6 +146,12 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Writes dense bytes to the described places. Failure is queued on the stream.
     fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId);
 
+    /// Copies the bytes of `source` into `destination`, two bindings of this device of one
+    /// size, ordered on `stream` like a launch (a memory copy, no kernel: the driver's
+    /// device-to-device copy on CUDA, `memcpy` on the CPU). Bindings of different sizes or
+    /// partly overlapping ranges are refused; failure is queued on the stream.
+    fn copy(&mut self, source: Binding, destination: Binding, stream: StreamId);
+
     /// A future resolved when everything queued on `stream` is done, with the errors queued
     /// on it.
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>>;
