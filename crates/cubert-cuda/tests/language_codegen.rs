@@ -164,6 +164,11 @@ fn definitions() -> Vec<KernelDefinition> {
             .filter_map(|kernel| standard::definition(kernel).unwrap())
             .map(|(definition, _)| definition),
     );
+    all.extend(
+        StandardKernel::every()
+            .into_iter()
+            .filter_map(standard::lines_definition),
+    );
     all
 }
 

@@ -349,6 +349,47 @@ pub fn add_in_place_into_an_input_is_correct<B: TestBackend>() {
     );
 }
 
+/// `add` and `mul` of i32 and f32 are exact for lengths around multiples of the 4-element
+/// lines GPUs move them by (a ragged tail takes the scalar kernel) and for views at offsets
+/// that break the lines' 16-byte alignment (the scalar kernel throughout); elements past
+/// `len` are untouched.
+pub fn add_and_mul_are_exact_for_every_length_and_alignment<B: TestBackend>() {
+    let client = client::<B>();
+    let mut rng = XorShift::new(29);
+    let total = 1040;
+    let (a, b) = (rng.i32s(total, 1 << 20), rng.i32s(total, 1 << 20));
+    let (x, y) = (rng.f32s(total, 10.0), rng.f32s(total, 10.0));
+    let (ha, hb) = (upload::<B, i32>(&client, &a), upload::<B, i32>(&client, &b));
+    let (hx, hy) = (upload::<B, f32>(&client, &x), upload::<B, f32>(&client, &y));
+    for offset in [0usize, 1, 4] {
+        for len in [1usize, 3, 4, 5, 8, 1023, 1024, 1027] {
+            let bytes = |count: usize| (count * 4) as u64;
+            let view =
+                |handle: &cubert_runtime::Handle| handle.view(bytes(offset), bytes(len)).unwrap();
+            let out_i = upload::<B, i32>(&client, &vec![-1; len + 2]);
+            ops::add(&client, &view(&ha), &view(&hb), &out_i, len, ElemType::I32).unwrap();
+            let mut want: Vec<i32> = (0..len)
+                .map(|i| a[offset + i].wrapping_add(b[offset + i]))
+                .collect();
+            want.extend([-1, -1]);
+            assert_eq!(
+                read_elems::<B, i32>(&client, &out_i),
+                want,
+                "add i32 {offset}+{len}"
+            );
+            let out_f = upload::<B, f32>(&client, &vec![-1.0; len + 2]);
+            ops::mul(&client, &view(&hx), &view(&hy), &out_f, len, ElemType::F32).unwrap();
+            let mut want: Vec<f32> = (0..len).map(|i| x[offset + i] * y[offset + i]).collect();
+            want.extend([-1.0, -1.0]);
+            assert_eq!(
+                read_elems::<B, f32>(&client, &out_f),
+                want,
+                "mul f32 {offset}+{len}"
+            );
+        }
+    }
+}
+
 /// `reduce_sum` sums each row: within a relative tolerance for f32 (scaled by the sum of
 /// magnitudes), tightly for f64, exactly for i32.
 pub fn reduce_sum_matches_reference<B: TestBackend>() {

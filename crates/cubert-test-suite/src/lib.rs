@@ -191,6 +191,7 @@ macro_rules! __for_each_suite_test {
                 add_matches_reference_for_f32_f64_i32,
                 mul_matches_reference_for_f32_f64_i32,
                 add_in_place_into_an_input_is_correct,
+                add_and_mul_are_exact_for_every_length_and_alignment,
                 reduce_sum_matches_reference,
                 matmul_matches_reference,
                 cube_dim_and_cube_count_selection_respect_device_limits,

@@ -7,7 +7,7 @@
 //! builds nothing after the first.
 
 use super::StandardKernel;
-use super::elementwise::{binary, cast, copy, fill, noop};
+use super::elementwise::{binary, binary_lines, cast, copy, fill, noop};
 use crate::elem::ElemType;
 use crate::error::LaunchError;
 use crate::kernel::CubeDim;
@@ -137,7 +137,37 @@ pub fn definition(
     Ok(Some((definition.renamed(name.clone(), name), cube_dim)))
 }
 
-type BuiltKernels = HashMap<(TypeId, StandardKernel), Box<dyn Any + Send>>;
+/// The definition of `kernel` by lines of 4 elements ([`binary_lines`]), for add and mul
+/// of the 4-byte numeric types; `None` for the others. Named after the kernel, with the
+/// id `<name>_lines4`.
+pub fn lines_definition(kernel: StandardKernel) -> Option<KernelDefinition> {
+    let definition = match kernel {
+        StandardKernel::Add(ElemType::F32) => binary_lines::definition::<f32>(false),
+        StandardKernel::Add(ElemType::I32) => binary_lines::definition::<i32>(false),
+        StandardKernel::Add(ElemType::U32) => binary_lines::definition::<u32>(false),
+        StandardKernel::Mul(ElemType::F32) => binary_lines::definition::<f32>(true),
+        StandardKernel::Mul(ElemType::I32) => binary_lines::definition::<i32>(true),
+        StandardKernel::Mul(ElemType::U32) => binary_lines::definition::<u32>(true),
+        _ => return None,
+    };
+    let name = kernel.name();
+    let id = format!("{name}_lines4");
+    Some(definition.renamed(name, id))
+}
+
+type BuiltKernels = HashMap<(TypeId, StandardKernel, bool), Box<dyn Any + Send>>;
+
+/// The kernel of [`lines_definition`] built for runtime `R`, once per process.
+///
+/// # Errors
+/// The runtime's build error (`Runtime::language_kernel`).
+pub fn lines_kernel<R: Runtime>(
+    kernel: StandardKernel,
+) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
+    built::<R>(kernel, true, || {
+        Ok(lines_definition(kernel).map(|definition| (definition, ELEMENTWISE_CUBE_DIM)))
+    })
+}
 
 /// `kernel` built for runtime `R` from its kernel-language definition, once per process;
 /// `None` for the kernels the backends still write themselves (reduce-sum, matmul).
@@ -147,9 +177,19 @@ type BuiltKernels = HashMap<(TypeId, StandardKernel), Box<dyn Any + Send>>;
 pub fn standard_kernel<R: Runtime>(
     kernel: StandardKernel,
 ) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
+    built::<R>(kernel, false, || definition(kernel))
+}
+
+/// The kernel `define` describes, built for `R` once per process and cached under
+/// (`R`, `kernel`, `lines`).
+fn built<R: Runtime>(
+    kernel: StandardKernel,
+    lines: bool,
+    define: impl FnOnce() -> Result<Option<(KernelDefinition, CubeDim)>, LaunchError>,
+) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
     static BUILT: OnceLock<Mutex<BuiltKernels>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (TypeId::of::<R>(), kernel);
+    let key = (TypeId::of::<R>(), kernel, lines);
     let lock = || built.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(found) = lock()
         .get(&key)
@@ -157,7 +197,7 @@ pub fn standard_kernel<R: Runtime>(
     {
         return Ok(Some(found.clone()));
     }
-    let Some((definition, cube_dim)) = definition(kernel)? else {
+    let Some((definition, cube_dim)) = define()? else {
         return Ok(None);
     };
     // Built outside the lock: an NVRTC compile takes a while; two threads building the

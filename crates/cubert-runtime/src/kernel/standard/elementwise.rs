@@ -7,6 +7,10 @@
 //! vectorizes), and any smaller grid, or one whose buffers don't hold every element, takes
 //! the checked body.
 //!
+//! On GPUs `ops` runs add and mul of 4-byte types by lines of 4 elements instead
+//! ([`binary_lines`]: one 16-byte load per operand and unit, so enough bytes are in flight
+//! to stream device memory at full speed), with the scalar kernel for a ragged tail.
+//!
 //! The loop's end is `len` clamped to one past the longest buffer: an element past every
 //! buffer is out of bounds for each access, so visiting one of them reports the launch as
 //! out of bounds, and a launch with an absurd length (a caller who builds the launch by
@@ -76,5 +80,35 @@ pub fn binary<T: Numeric>(
         } else {
             out[i] = lhs[i] + rhs[i];
         }
+    }
+}
+
+/// Elements of one line of [`binary_lines`].
+pub const LINE: usize = 4;
+
+/// [`binary`] by lines: line `i` of `out` (elements `4i .. 4i + 4`) from the lines of
+/// `lhs` and `rhs`, for every `i < lines`, whatever the grid. Launched by `ops` on GPUs over
+/// 16-byte aligned views, with a validated `lines`; it is not a standard kernel of its own
+/// (its loop ends at `lines`, not clamped to the buffers).
+#[cubert_macros::kernel(crate = crate)]
+pub fn binary_lines<T: Numeric>(
+    lhs: &Array<T>,
+    rhs: &Array<T>,
+    out: &mut Array<T>,
+    lines: u64,
+    #[comptime] multiply: bool,
+) {
+    for i in (ABSOLUTE_POS..lines.min(4294967295u64) as u32).step_by(CUBE_COUNT * CUBE_DIM) {
+        let a = lhs.line::<4>(i);
+        let b = rhs.line::<4>(i);
+        let mut c = a;
+        for k in 0..4u32 {
+            if multiply {
+                c[k] = a[k] * b[k];
+            } else {
+                c[k] = a[k] + b[k];
+            }
+        }
+        out.set_line(i, c);
     }
 }

@@ -15,7 +15,9 @@
 mod build;
 pub mod elementwise;
 
-pub use build::{ELEMENTWISE_CUBE_DIM, definition, standard_kernel};
+pub use build::{
+    ELEMENTWISE_CUBE_DIM, definition, lines_definition, lines_kernel, standard_kernel,
+};
 
 use crate::elem::ElemType;
 use bytemuck::Pod;
