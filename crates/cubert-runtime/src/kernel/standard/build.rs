@@ -138,8 +138,10 @@ pub fn definition(
 }
 
 /// The definition of `kernel` by lines of 4 elements ([`binary_lines`]), for add and mul
-/// of the 4-byte numeric types; `None` for the others. Named after the kernel, with the
-/// id `<name>_lines4`.
+/// of the 4-byte numeric types; `None` for the others. It has the scalar kernel's name and
+/// id (`add_f32`): profiles and errors name the operation the caller asked for, and the two
+/// compiled kernels still differ where it matters, in the compile caches, whose keys hash
+/// the generated source.
 pub fn lines_definition(kernel: StandardKernel) -> Option<KernelDefinition> {
     let definition = match kernel {
         StandardKernel::Add(ElemType::F32) => binary_lines::definition::<f32>(false),
@@ -151,8 +153,7 @@ pub fn lines_definition(kernel: StandardKernel) -> Option<KernelDefinition> {
         _ => return None,
     };
     let name = kernel.name();
-    let id = format!("{name}_lines4");
-    Some(definition.renamed(name, id))
+    Some(definition.renamed(name.clone(), name))
 }
 
 type BuiltKernels = HashMap<(TypeId, StandardKernel, bool), Box<dyn Any + Send>>;
