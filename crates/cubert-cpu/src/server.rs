@@ -212,7 +212,7 @@ impl CpuServer {
     }
 
     /// Copies `source`'s bytes into `destination` (`ComputeServer::copy`): a `memcpy` on
-    /// several threads for large copies, a `memmove` for the same view.
+    /// several threads for large copies; nothing for a view copied onto itself.
     fn copy_one(&mut self, source: &Binding, destination: &Binding) -> Result<(), IoError> {
         let from = self.resolve(source)?;
         let to = self.resolve(destination)?;

@@ -41,11 +41,7 @@ impl Runtime for CudaRuntime {
             StandardKernel::ReduceSum(_) | StandardKernel::Matmul(_) => {
                 crate::standard_kernels::standard_kernel(kernel)
             }
-            other => {
-                cubert_runtime::kernel::standard::standard_kernel::<Self>(other)?.ok_or_else(|| {
-                    LaunchError::unknown(format!("the CUDA backend has no `{other}` kernel"))
-                })
-            }
+            other => cubert_runtime::kernel::standard::built_standard_kernel::<Self>(other),
         }
     }
 

@@ -47,12 +47,7 @@ pub trait Runtime: Sized + Send + Sync + 'static {
     fn standard_kernel(
         kernel: StandardKernel,
     ) -> Result<<Self::Server as ComputeServer>::Kernel, LaunchError> {
-        crate::kernel::standard::standard_kernel::<Self>(kernel)?.ok_or_else(|| {
-            LaunchError::unknown(format!(
-                "the {} backend has no `{kernel}` kernel",
-                Self::name()
-            ))
-        })
+        crate::kernel::standard::built_standard_kernel::<Self>(kernel)
     }
 
     /// The variants of `kernel` worth trying on a device with `properties`, the default

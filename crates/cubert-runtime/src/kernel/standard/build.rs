@@ -181,6 +181,23 @@ pub fn standard_kernel<R: Runtime>(
     built::<R>(kernel, false, || definition(kernel))
 }
 
+/// [`standard_kernel`], with a missing kernel (reduce-sum and matmul, which the backends
+/// write themselves) as an error naming the backend: what `Runtime::standard_kernel` does
+/// for the kernels of the language.
+///
+/// # Errors
+/// As [`standard_kernel`], and [`LaunchError`] for a kernel the language doesn't define.
+pub fn built_standard_kernel<R: Runtime>(
+    kernel: StandardKernel,
+) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
+    standard_kernel::<R>(kernel)?.ok_or_else(|| {
+        LaunchError::unknown(format!(
+            "the {} backend has no `{kernel}` kernel",
+            R::name()
+        ))
+    })
+}
+
 /// The kernel `define` describes, built for `R` once per process and cached under
 /// (`R`, `kernel`, `lines`).
 fn built<R: Runtime>(

@@ -16,7 +16,8 @@ mod build;
 pub mod elementwise;
 
 pub use build::{
-    ELEMENTWISE_CUBE_DIM, definition, lines_definition, lines_kernel, standard_kernel,
+    ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
+    standard_kernel,
 };
 
 use crate::elem::ElemType;
