@@ -119,13 +119,26 @@ pub enum Group {
 /// The tools under `cubert bench`.
 #[derive(Debug, Subcommand)]
 pub enum BenchTool {
-    /// Autotuned matmul against the default variant, for a few shapes (speed-up, tuning
-    /// time).
+    /// Autotuned matmul (or reduce-sum) against the default variant, for a few shapes
+    /// (speed-up, tuning time).
     Tune(TuneArgs),
     /// All-reduce bus bandwidth (1 MiB to 4 GiB) and peer-copy bandwidth across devices,
     /// every result checked.
     Collective(CollectiveArgs),
 }
+
+/// The standard kernel `cubert bench tune` tunes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TunedKernel {
+    /// f32 matmul, shapes MxKxN.
+    Matmul,
+    /// f32 row sums, shapes ROWSxCOLS.
+    ReduceSum,
+}
+
+/// A shape on the command line: positive sizes separated by `x` (MxKxN, ROWSxCOLS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
 
 /// Tuning effort of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -141,9 +154,13 @@ pub enum Level {
 /// `cubert bench tune` options.
 #[derive(Clone, Debug, Args)]
 pub struct TuneArgs {
-    /// Matmul shapes as MxKxN, comma-separated [default: four shapes sized for the backend].
-    #[arg(long, value_delimiter = ',', value_parser = parse_shape, value_name = "MxKxN")]
-    pub shapes: Vec<(usize, usize, usize)>,
+    /// The kernel tuned.
+    #[arg(long, value_enum, default_value_t = TunedKernel::Matmul)]
+    pub kernel: TunedKernel,
+    /// Shapes, comma-separated: MxKxN for matmul, ROWSxCOLS for reduce-sum [default: a few
+    /// shapes sized for the backend].
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape, value_name = "SHAPE")]
+    pub shapes: Vec<Shape>,
     /// Which variants are tried.
     #[arg(long, value_enum, default_value_t = Level::Full)]
     pub level: Level,
@@ -204,17 +221,19 @@ pub struct LaunchArgs {
 }
 
 /// `M×K×N` of `--shapes`: three positive sizes separated by `x`.
-fn parse_shape(text: &str) -> Result<(usize, usize, usize), String> {
+fn parse_shape(text: &str) -> Result<Shape, String> {
     let parts: Vec<usize> = text
         .split(['x', 'X'])
         .map(|part| part.trim().parse::<usize>())
         .collect::<Result<_, _>>()
-        .map_err(|_| format!("`{text}` is not a shape MxKxN (e.g. 512x512x512)"))?;
-    match parts.as_slice() {
-        [m, k, n] if *m > 0 && *k > 0 && *n > 0 => Ok((*m, *k, *n)),
-        _ => Err(format!(
-            "`{text}` is not a shape MxKxN of positive sizes (e.g. 512x512x512)"
-        )),
+        .map_err(|_| format!("`{text}` is not a shape (e.g. 512x512x512 or 4096x1024)"))?;
+    if (2..=3).contains(&parts.len()) && parts.iter().all(|&size| size > 0) {
+        Ok(Shape(parts))
+    } else {
+        Err(format!(
+            "`{text}` is not a shape of two or three positive sizes (e.g. 512x512x512 or \
+             4096x1024)"
+        ))
     }
 }
 
@@ -245,10 +264,12 @@ mod tests {
     }
 
     #[test]
-    fn shapes_parse_as_m_k_n() {
-        assert_eq!(parse_shape("512x256x128"), Ok((512, 256, 128)));
-        assert_eq!(parse_shape("4X4X4"), Ok((4, 4, 4)));
-        assert!(parse_shape("512x256").is_err());
+    fn shapes_parse_as_two_or_three_positive_sizes() {
+        assert_eq!(parse_shape("512x256x128"), Ok(Shape(vec![512, 256, 128])));
+        assert_eq!(parse_shape("4X4X4"), Ok(Shape(vec![4, 4, 4])));
+        assert_eq!(parse_shape("512x256"), Ok(Shape(vec![512, 256])));
+        assert!(parse_shape("512").is_err());
+        assert!(parse_shape("1x2x3x4").is_err());
         assert!(parse_shape("0x1x1").is_err());
         assert!(parse_shape("ax1x1").is_err());
     }

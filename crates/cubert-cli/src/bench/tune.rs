@@ -1,10 +1,12 @@
-//! `cubert bench tune`: the autotuned matmul against the default variant, per shape.
+//! `cubert bench tune`: the autotuned matmul (or reduce-sum, `--kernel reduce-sum`) against
+//! the default variant, per shape.
 //!
-//! For each `M×K×N` shape (f32), a fresh tuner (in memory only, so every run really tunes)
+//! For each shape (f32; `M×K×N` for matmul, `ROWS×COLS` for reduce-sum), a fresh tuner (in memory only, so every run really tunes)
 //! picks among the backend's matmul variants and the tuning time is measured. Then the
 //! default variant (the kernel `ops::matmul` launches) and the tuned one run alternately,
 //! `--reps` times each after a warm-up, timed on the device (`client.profile`), in the same
-//! run on the same buffers; the table shows both medians, GFLOP/s, the speed-up and the
+//! run on the same buffers; the table shows both medians, GFLOP/s (reduce-sum: GB/s, bytes
+//! read and written), the speed-up and the
 //! tuning time. The tuned variant's output is checked against the default's: a difference
 //! prints `FAIL` and makes the exit code 1. `--verbose` lists every candidate's median and
 //! outcome; `--json FILE` writes all of it.
@@ -17,15 +19,18 @@ use crate::error::{CliError, CliResult, EXIT_FAILURE};
 use cubert::config::AutotuneLevel;
 use cubert::kernel::StandardVariant;
 use cubert::kernel::standard::StandardKernel;
-use cubert::tune::standard::{MatmulProblem, matmul_candidates, matmul_variant, pattern};
-use cubert::tune::{Outcome, TuneRecord, TuneSettings, Tuner, compare_elements};
-use cubert::{ComputeClient, ElemType, Runtime};
+use cubert::tune::standard::{
+    MatmulProblem, ReduceSumProblem, matmul_candidates, matmul_variant, pattern,
+    reduce_sum_candidates, reduce_sum_variant,
+};
+use cubert::tune::{CandidateSet, Outcome, TuneRecord, TuneSettings, Tuner, compare_elements};
+use cubert::{ComputeClient, ElemType, Handle, LaunchError, Runtime};
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The command line of `cubert bench tune` (defined with the rest of it).
-pub use crate::args::{BenchTool, Level, TuneArgs};
+pub use crate::args::{BenchTool, Level, TuneArgs, TunedKernel};
 
 impl From<Level> for AutotuneLevel {
     fn from(level: Level) -> Self {
@@ -50,15 +55,16 @@ struct CandidateRow {
 /// One shape, for the table and the JSON report.
 #[derive(Clone, Debug, Serialize)]
 struct ShapeRow {
-    m: usize,
-    k: usize,
-    n: usize,
+    /// `MxKxN` (matmul) or `ROWSxCOLS` (reduce-sum).
+    shape: String,
     default_variant: String,
     tuned_variant: String,
     default_seconds: f64,
     tuned_seconds: f64,
-    default_gflops: f64,
-    tuned_gflops: f64,
+    /// `GFLOP/s` (matmul) or `GB/s` (reduce-sum: bytes read and written).
+    rate_unit: &'static str,
+    default_rate: f64,
+    tuned_rate: f64,
     speedup: f64,
     tuning_seconds: f64,
     benchmark_runs: u64,
@@ -74,6 +80,7 @@ struct TuneReport {
     device: String,
     date: String,
     timing: &'static str,
+    kernel: String,
     level: String,
     budget_ms: u64,
     reps: u32,
@@ -107,24 +114,39 @@ impl ClientJob for TuneJob {
     }
 }
 
-fn default_shapes(gpu: bool, quick: bool) -> Vec<(usize, usize, usize)> {
-    match (gpu, quick) {
-        (false, true) => vec![(64, 64, 64), (128, 128, 128), (96, 256, 160)],
-        (false, false) => vec![
-            (128, 128, 128),
-            (256, 256, 256),
-            (512, 512, 512),
-            (384, 1024, 256),
+fn default_shapes(kernel: TunedKernel, gpu: bool, quick: bool) -> Vec<Vec<usize>> {
+    let shapes: &[&[usize]] = match (kernel, gpu, quick) {
+        (TunedKernel::Matmul, false, true) => &[&[64, 64, 64], &[128, 128, 128], &[96, 256, 160]],
+        (TunedKernel::Matmul, false, false) => &[
+            &[128, 128, 128],
+            &[256, 256, 256],
+            &[512, 512, 512],
+            &[384, 1024, 256],
         ],
-        (true, true) => vec![(256, 256, 256), (1024, 1024, 1024), (4096, 256, 1024)],
-        (true, false) => vec![
-            (512, 512, 512),
-            (1024, 1024, 1024),
-            (2048, 2048, 2048),
-            (4096, 4096, 4096),
-            (8192, 1024, 4096),
+        (TunedKernel::Matmul, true, true) => {
+            &[&[256, 256, 256], &[1024, 1024, 1024], &[4096, 256, 1024]]
+        }
+        (TunedKernel::Matmul, true, false) => &[
+            &[512, 512, 512],
+            &[1024, 1024, 1024],
+            &[2048, 2048, 2048],
+            &[4096, 4096, 4096],
+            &[8192, 1024, 4096],
         ],
-    }
+        (TunedKernel::ReduceSum, false, true) => &[&[256, 256], &[4096, 64], &[16, 16384]],
+        (TunedKernel::ReduceSum, false, false) => {
+            &[&[1024, 1024], &[65536, 64], &[64, 65536], &[4096, 4096]]
+        }
+        (TunedKernel::ReduceSum, true, true) => &[&[4096, 4096], &[1 << 20, 32]],
+        (TunedKernel::ReduceSum, true, false) => &[
+            &[4096, 4096],
+            &[16384, 16384],
+            &[1 << 20, 64],
+            &[1 << 22, 16],
+            &[64, 1 << 22],
+        ],
+    };
+    shapes.iter().map(|shape| shape.to_vec()).collect()
 }
 
 fn outcome_row(report: &cubert::tune::CandidateReport) -> CandidateRow {
@@ -154,40 +176,96 @@ fn outcome_row(report: &cubert::tune::CandidateReport) -> CandidateRow {
     }
 }
 
-fn variant_named<R: Runtime>(client: &ComputeClient<R>, name: &str) -> CliResult<StandardVariant> {
-    R::standard_variants(StandardKernel::Matmul(ElemType::F32), client.properties())
+fn variant_named<R: Runtime>(
+    client: &ComputeClient<R>,
+    kernel: StandardKernel,
+    name: &str,
+) -> CliResult<StandardVariant> {
+    R::standard_variants(kernel, client.properties())
         .into_iter()
         .find(|variant| variant.name == name)
         .ok_or_else(|| CliError::failure(format!("the tuner chose an unknown variant `{name}`")))
 }
 
-/// Tunes, checks and times one shape; a failed check is pushed to `failures`.
-fn shape<R: CliRuntime>(
+/// `rows × cols` as a count of elements of 4 bytes, or a usage error naming `label`.
+fn elements(label: &str, rows: usize, cols: usize) -> CliResult<usize> {
+    rows.checked_mul(cols)
+        .filter(|len| len.checked_mul(4).is_some())
+        .ok_or_else(|| CliError::usage(format!("the shape {label} is too large")))
+}
+
+/// One tuned problem: how to run a variant on it and where its output is.
+trait TunedProblem: Clone + Send + Sync + 'static {
+    /// The standard kernel it runs.
+    fn kernel(&self) -> StandardKernel;
+    /// Launches `variant` on it.
+    fn launch<R: Runtime>(
+        &self,
+        client: &ComputeClient<R>,
+        variant: &StandardVariant,
+    ) -> Result<(), LaunchError>;
+    /// Its output.
+    fn out(&self) -> &Handle;
+    /// The same problem writing to `out`.
+    fn with_out(&self, out: Handle) -> Self;
+}
+
+impl TunedProblem for MatmulProblem {
+    fn kernel(&self) -> StandardKernel {
+        StandardKernel::Matmul(self.elem)
+    }
+    fn launch<R: Runtime>(
+        &self,
+        client: &ComputeClient<R>,
+        variant: &StandardVariant,
+    ) -> Result<(), LaunchError> {
+        matmul_variant(client, variant, self)
+    }
+    fn out(&self) -> &Handle {
+        &self.out
+    }
+    fn with_out(&self, out: Handle) -> Self {
+        Self {
+            out,
+            ..self.clone()
+        }
+    }
+}
+
+impl TunedProblem for ReduceSumProblem {
+    fn kernel(&self) -> StandardKernel {
+        StandardKernel::ReduceSum(self.elem)
+    }
+    fn launch<R: Runtime>(
+        &self,
+        client: &ComputeClient<R>,
+        variant: &StandardVariant,
+    ) -> Result<(), LaunchError> {
+        reduce_sum_variant(client, variant, self)
+    }
+    fn out(&self) -> &Handle {
+        &self.out
+    }
+    fn with_out(&self, out: Handle) -> Self {
+        Self {
+            out,
+            ..self.clone()
+        }
+    }
+}
+
+/// Tunes, checks and times one problem; a failed check is pushed to `failures`. `work`
+/// is the problem's FLOPs or bytes, per `rate_unit` (giga-).
+#[allow(clippy::too_many_arguments)]
+fn measure<R: CliRuntime, P: TunedProblem>(
     client: &ComputeClient<R>,
     args: &TuneArgs,
-    (m, k, n): (usize, usize, usize),
+    label: String,
+    problem: P,
+    set: &CandidateSet<R, P, ()>,
+    (work, rate_unit): (f64, &'static str),
     failures: &mut Vec<String>,
 ) -> CliResult<ShapeRow> {
-    let label = format!("{m}x{k}x{n}");
-    let elements = |rows: usize, cols: usize| {
-        rows.checked_mul(cols)
-            .filter(|len| len.checked_mul(4).is_some())
-            .ok_or_else(|| CliError::usage(format!("the shape {label} is too large")))
-    };
-    let (lhs_len, rhs_len, out_len) = (elements(m, k)?, elements(k, n)?, elements(m, n)?);
-    // The device buffer first: a shape the device can't hold fails there, before any host
-    // memory is filled; the host patterns are fallible too (`pattern` refuses more than
-    // the host's memory).
-    let out = client.empty(out_len * 4)?;
-    let problem = MatmulProblem {
-        lhs: client.create(pattern(ElemType::F32, lhs_len, 11)?)?,
-        rhs: client.create(pattern(ElemType::F32, rhs_len, 12)?)?,
-        out,
-        m,
-        k,
-        n,
-        elem: ElemType::F32,
-    };
     let tuner = Tuner::new(TuneSettings {
         level: args.level.into(),
         cache_dir: None,
@@ -196,23 +274,20 @@ fn shape<R: CliRuntime>(
         early_stop_ratio: 1.5,
         check: false,
     });
-    let set = matmul_candidates(client, ElemType::F32)?;
     let start = Instant::now();
-    let choice = tuner.choose(client, &set, &problem)?;
+    let choice = tuner.choose(client, set, &problem)?;
     let tuning_seconds = start.elapsed().as_secs_f64();
     let record: Option<&TuneRecord> = choice.record.as_deref();
-    let default = variant_named(client, StandardVariant::DEFAULT)?;
-    let tuned = variant_named(client, &choice.name)?;
+    let kernel = problem.kernel();
+    let default = variant_named(client, kernel, StandardVariant::DEFAULT)?;
+    let tuned = variant_named(client, kernel, &choice.name)?;
 
     // The tuned variant must compute what the default computes.
-    matmul_variant(client, &default, &problem)?;
-    let reference = client.read_one(problem.out.clone())?;
-    let check = MatmulProblem {
-        out: client.empty(out_len * 4)?,
-        ..problem.clone()
-    };
-    matmul_variant(client, &tuned, &check)?;
-    let output = client.read_one(check.out.clone())?;
+    problem.launch(client, &default)?;
+    let reference = client.read_one(problem.out().clone())?;
+    let check = problem.with_out(client.empty(problem.out().size() as usize)?);
+    check.launch(client, &tuned)?;
+    let output = client.read_one(check.out().clone())?;
     if let Err(difference) = compare_elements(ElemType::F32, &reference, &output) {
         failures.push(format!(
             "{label}: `{}` differs from the default: {difference}",
@@ -227,32 +302,105 @@ fn shape<R: CliRuntime>(
     };
     let (mut default_times, mut tuned_times) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        default_times.push(profiled_seconds(client, "matmul default", || {
-            matmul_variant(client, &default, &problem)
+        default_times.push(profiled_seconds(client, "default variant", || {
+            problem.launch(client, &default)
         })?);
-        tuned_times.push(profiled_seconds(client, "matmul tuned", || {
-            matmul_variant(client, &tuned, &problem)
+        tuned_times.push(profiled_seconds(client, "tuned variant", || {
+            problem.launch(client, &tuned)
         })?);
     }
     client.sync()?;
     let (default_seconds, tuned_seconds) = (median(&default_times), median(&tuned_times));
-    let flops = 2.0 * m as f64 * k as f64 * n as f64;
     Ok(ShapeRow {
-        m,
-        k,
-        n,
+        shape: label,
         default_variant: default.name,
         tuned_variant: tuned.name,
         default_seconds,
         tuned_seconds,
-        default_gflops: flops / default_seconds.max(f64::MIN_POSITIVE) / 1e9,
-        tuned_gflops: flops / tuned_seconds.max(f64::MIN_POSITIVE) / 1e9,
+        rate_unit,
+        default_rate: work / default_seconds.max(f64::MIN_POSITIVE) / 1e9,
+        tuned_rate: work / tuned_seconds.max(f64::MIN_POSITIVE) / 1e9,
         speedup: default_seconds / tuned_seconds.max(f64::MIN_POSITIVE),
         tuning_seconds,
         benchmark_runs: record.map_or(0, |r| r.benchmark_runs),
         candidates: record
             .map_or_else(Vec::new, |r| r.candidates.iter().map(outcome_row).collect()),
     })
+}
+
+/// Tunes, checks and times one shape of `args.kernel`.
+fn shape<R: CliRuntime>(
+    client: &ComputeClient<R>,
+    args: &TuneArgs,
+    shape: &[usize],
+    failures: &mut Vec<String>,
+) -> CliResult<ShapeRow> {
+    let label = shape
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("x");
+    match (args.kernel, shape) {
+        (TunedKernel::Matmul, &[m, k, n]) => {
+            let (lhs_len, rhs_len, out_len) = (
+                elements(&label, m, k)?,
+                elements(&label, k, n)?,
+                elements(&label, m, n)?,
+            );
+            // The device buffer first: a shape the device can't hold fails there, before
+            // any host memory is filled; the host patterns are fallible too (`pattern`
+            // refuses more than the host's memory).
+            let out = client.empty(out_len * 4)?;
+            let problem = MatmulProblem {
+                lhs: client.create(pattern(ElemType::F32, lhs_len, 11)?)?,
+                rhs: client.create(pattern(ElemType::F32, rhs_len, 12)?)?,
+                out,
+                m,
+                k,
+                n,
+                elem: ElemType::F32,
+            };
+            let set = matmul_candidates(client, ElemType::F32)?;
+            let flops = 2.0 * m as f64 * k as f64 * n as f64;
+            measure(
+                client,
+                args,
+                label,
+                problem,
+                &set,
+                (flops, "GFLOP/s"),
+                failures,
+            )
+        }
+        (TunedKernel::ReduceSum, &[rows, cols]) => {
+            let len = elements(&label, rows, cols)?;
+            let out = client.empty(elements(&label, rows, 1)? * 4)?;
+            let problem = ReduceSumProblem {
+                input: client.create(pattern(ElemType::F32, len, 13)?)?,
+                out,
+                rows,
+                cols,
+                elem: ElemType::F32,
+            };
+            let set = reduce_sum_candidates(client, ElemType::F32)?;
+            let bytes = 4.0 * (len as f64 + rows as f64);
+            measure(
+                client,
+                args,
+                label,
+                problem,
+                &set,
+                (bytes, "GB/s"),
+                failures,
+            )
+        }
+        (TunedKernel::Matmul, _) => Err(CliError::usage(format!(
+            "a matmul shape is MxKxN, not {label}"
+        ))),
+        (TunedKernel::ReduceSum, _) => Err(CliError::usage(format!(
+            "a reduce-sum shape is ROWSxCOLS, not {label}"
+        ))),
+    }
 }
 
 fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliResult<usize> {
@@ -262,13 +410,17 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
         .num_streaming_multiprocessors
         .is_some();
     let shapes = if args.shapes.is_empty() {
-        default_shapes(gpu, args.quick)
+        default_shapes(args.kernel, gpu, args.quick)
     } else {
-        args.shapes.clone()
+        args.shapes.iter().map(|shape| shape.0.clone()).collect()
+    };
+    let kernel = match args.kernel {
+        TunedKernel::Matmul => "f32 matmul",
+        TunedKernel::ReduceSum => "f32 reduce-sum",
     };
     let date = iso8601(SystemTime::now());
     outln!(
-        "# cubert bench tune: backend {}, {}, {date}; f32 matmul, level {:?}, budget {} ms \
+        "# cubert bench tune: backend {}, {}, {date}; {kernel}, level {:?}, budget {} ms \
          per shape, timing by {}",
         R::name(),
         client.properties().name,
@@ -279,9 +431,9 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
     let mut failures = Vec::new();
     let mut rows = Vec::new();
     for dims in shapes {
-        match shape(client, args, dims, &mut failures) {
+        match shape(client, args, &dims, &mut failures) {
             Ok(row) => rows.push(row),
-            Err(error) => failures.push(format!("{}x{}x{}: {error}", dims.0, dims.1, dims.2)),
+            Err(error) => failures.push(format!("{dims:?}: {error}")),
         }
         client.memory_cleanup();
     }
@@ -293,6 +445,7 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
         device: client.properties().name.clone(),
         date,
         timing: profile_clock(client),
+        kernel: kernel.to_string(),
         level: format!("{:?}", args.level).to_lowercase(),
         budget_ms: args.budget_ms,
         reps: args.reps,
@@ -317,25 +470,27 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
 }
 
 fn print_rows(rows: &[ShapeRow], verbose: bool) {
+    let unit = rows.first().map_or("GFLOP/s", |row| row.rate_unit);
+    let (default_rate, tuned_rate) = (format!("{unit} default"), format!("{unit} tuned"));
     let mut table = Table::new(&[
-        ("shape MxKxN", Align::Left),
+        ("shape", Align::Left),
         ("default ms", Align::Right),
         ("tuned variant", Align::Left),
         ("tuned ms", Align::Right),
-        ("GFLOP/s default", Align::Right),
-        ("GFLOP/s tuned", Align::Right),
+        (default_rate.as_str(), Align::Right),
+        (tuned_rate.as_str(), Align::Right),
         ("speed-up", Align::Right),
         ("tuning ms", Align::Right),
         ("runs", Align::Right),
     ]);
     for row in rows {
         table.row(vec![
-            format!("{}x{}x{}", row.m, row.k, row.n),
+            row.shape.clone(),
             format!("{:.3}", row.default_seconds * 1e3),
             row.tuned_variant.clone(),
             format!("{:.3}", row.tuned_seconds * 1e3),
-            format!("{:.1}", row.default_gflops),
-            format!("{:.1}", row.tuned_gflops),
+            format!("{:.1}", row.default_rate),
+            format!("{:.1}", row.tuned_rate),
             format!("{:.2}x", row.speedup),
             format!("{:.1}", row.tuning_seconds * 1e3),
             row.benchmark_runs.to_string(),
@@ -348,7 +503,7 @@ fn print_rows(rows: &[ShapeRow], verbose: bool) {
     }
     for row in rows {
         outln!();
-        outln!("# candidates for {}x{}x{}", row.m, row.k, row.n);
+        outln!("# candidates for {}", row.shape);
         let mut table = Table::new(&[
             ("variant", Align::Left),
             ("outcome", Align::Left),
