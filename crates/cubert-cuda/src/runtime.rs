@@ -38,9 +38,11 @@ impl Runtime for CudaRuntime {
     /// language.
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CudaKernel, LaunchError> {
         match kernel {
-            StandardKernel::ReduceSum(_) | StandardKernel::Matmul(_) => {
-                crate::standard_kernels::standard_kernel(kernel)
-            }
+            StandardKernel::ReduceSum(elem) => crate::standard_kernels::reduce_sum_variant(
+                elem,
+                cubert_runtime::kernel::StandardVariant::DEFAULT,
+            ),
+            StandardKernel::Matmul(_) => crate::standard_kernels::standard_kernel(kernel),
             other => cubert_runtime::kernel::standard::built_standard_kernel::<Self>(other),
         }
     }

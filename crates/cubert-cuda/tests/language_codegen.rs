@@ -5,9 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cubert_cuda::lang::{entry_name, generate};
+use cubert_cuda::standard_kernels::reduce_sum_splits;
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
 use cubert_runtime::ExecutionMode;
-use cubert_runtime::kernel::standard::{self, StandardKernel};
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::kernel::standard::{self, RowSplit, StandardKernel};
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
 
@@ -169,6 +171,30 @@ fn definitions() -> Vec<KernelDefinition> {
             .into_iter()
             .filter_map(standard::lines_definition),
     );
+    // Reduce-sum, every split of the CUDA backend's variants and the CPU's unit-per-row
+    // kernel, for every numeric type.
+    let mut splits: Vec<RowSplit> = reduce_sum_splits()
+        .into_iter()
+        .map(|(_, split)| split)
+        .collect();
+    splits.push(RowSplit::Unit {
+        units: 1,
+        wide: true,
+    });
+    splits.push(RowSplit::Unit {
+        units: 1,
+        wide: false,
+    });
+    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+        for (index, split) in splits.iter().enumerate() {
+            let name = format!("reduce_sum_{elem}_{index}");
+            all.push(
+                standard::reduce_sum_definition(elem, *split, &name)
+                    .unwrap()
+                    .0,
+            );
+        }
+    }
     all
 }
 

@@ -367,6 +367,7 @@ impl Context {
         let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
         let start = self.expr(start)?;
         let end = self.expr(end)?;
+        let unit_step = step.is_none() && !inclusive;
         let step = match step {
             Some(step) => self.expr(step)?,
             None => quote!(#m::lit_int(1)),
@@ -385,6 +386,11 @@ impl Context {
             });
         }
         Ok(match self.mode {
+            // `a..b` counts the simplest way, so the compiler sees a counted loop (and
+            // unrolls or vectorizes it).
+            Mode::Native if unit_step => {
+                quote!(for #var in #m::range_by_one(#start, #end) { #body })
+            }
             Mode::Native => {
                 quote!(for #var in #m::range(#start, #end, #step, #inclusive) { #body })
             }

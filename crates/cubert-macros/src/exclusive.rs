@@ -16,6 +16,12 @@
 //! exclusive body run only grids of at least `end` units, where the loop is the unit's own
 //! position once (see `lang::native::exclusive`).
 //!
+//! An array the kernel only reads (`&Array`) may also be read at any other index (a
+//! *gather*: `x[row * cols + c]`, `x.line::<8>(j)`): such an array is *gathered*; its
+//! accesses keep their bounds checks in the exclusive body but read plainly, and they take
+//! no part in the line width. The CPU then requires it not to overlap any written array
+//! at all, so no unit of the launch writes what another reads.
+//!
 //! The answer is conservative: anything the analysis doesn't recognise makes it say no,
 //! and the kernel runs the checked body only. A yes lets the CPU run the body over plain
 //! loads and stores (`lang::native::exclusive`), so it must be right: it is what makes
@@ -31,12 +37,16 @@ pub struct Exclusive {
     pub width: u32,
     /// The `end` of every grid-stride loop, in source order.
     pub grid_stride_ends: Vec<Expr>,
+    /// The read-only arrays read at indices other than the position (see the module docs).
+    pub gathered: HashSet<String>,
 }
 
 /// The parameters of a kernel, as the analysis sees them.
 pub struct Params<'a> {
     /// Names of the array parameters.
     pub arrays: &'a HashSet<String>,
+    /// Names of the array parameters the kernel can't write (`&Array`).
+    pub read_only: &'a HashSet<String>,
     /// Every parameter's name.
     pub all: &'a HashSet<String>,
     /// Scalar parameters without `mut` and compile-time values: what a grid-stride loop's
@@ -54,25 +64,69 @@ pub fn analyse(block: &syn::Block, params: &Params<'_>, has_tensors: bool) -> Op
         fixed: params.fixed,
         bindings: params.all.iter().map(|name| (name.clone(), 1)).collect(),
         positions: HashSet::new(),
-        used_positions: HashSet::new(),
+        accesses: Vec::new(),
         lines: HashMap::new(),
-        width: None,
         grid_stride_ends: Vec::new(),
         end_names: HashSet::new(),
         refused: false,
     };
     analysis.visit_block(block);
     let unique = |name: &String| analysis.bindings.get(name) == Some(&1);
-    let positions_hold = analysis.used_positions.iter().all(|name| {
-        analysis.positions.contains(name) && unique(name) && !params.all.contains(name)
-    });
+    let is_position = |index: &Option<String>| match index {
+        None => true,
+        Some(name) => {
+            analysis.positions.contains(name) && unique(name) && !params.all.contains(name)
+        }
+    };
+    // A read-only array with an access that isn't at the position is gathered: all its
+    // accesses stay checked. Every other access must be at the position, in one width.
+    let mut gathered = HashSet::new();
+    for access in &analysis.accesses {
+        // A line whose width isn't visible.
+        access.width?;
+        if !access.at_position(&is_position) {
+            if !params.read_only.contains(&access.array) {
+                return None;
+            }
+            gathered.insert(access.array.clone());
+        }
+    }
+    let mut width = None;
+    for access in analysis
+        .accesses
+        .iter()
+        .filter(|access| !gathered.contains(&access.array))
+    {
+        match (width, access.width) {
+            (Some(known), Some(this)) if known != this => return None,
+            (_, this) => width = this,
+        }
+    }
     let lines_hold = analysis.lines.keys().all(unique);
     // A grid-stride loop's end names parameters that nothing shadows.
     let ends_hold = analysis.end_names.iter().all(unique);
-    (!analysis.refused && positions_hold && lines_hold && ends_hold).then(|| Exclusive {
-        width: analysis.width.unwrap_or(1),
+    (!analysis.refused && lines_hold && ends_hold).then(|| Exclusive {
+        width: width.unwrap_or(1),
         grid_stride_ends: analysis.grid_stride_ends,
+        gathered,
     })
+}
+
+/// One access to an array parameter.
+struct Access {
+    /// The array.
+    array: String,
+    /// The index: `None` for `ABSOLUTE_POS` itself, the name of a variable, or `Some("")`
+    /// for any other expression.
+    index: Option<String>,
+    /// The line width (`None`: not visible).
+    width: Option<u32>,
+}
+
+impl Access {
+    fn at_position(&self, is_position: &impl Fn(&Option<String>) -> bool) -> bool {
+        !matches!(&self.index, Some(name) if name.is_empty()) && is_position(&self.index)
+    }
 }
 
 /// The loop variable and end of `for i in (ABSOLUTE_POS..end).step_by(CUBE_COUNT *
@@ -123,11 +177,10 @@ struct Analysis<'a> {
     bindings: HashMap<String, u32>,
     /// Names bound by `let name = ABSOLUTE_POS;`.
     positions: HashSet<String>,
-    /// Names used as an array parameter's index.
-    used_positions: HashSet<String>,
+    /// Every access to an array parameter, in source order.
+    accesses: Vec<Access>,
     /// Local arrays of a known length: `let v = x.line::<N>(pos)`, `[e; N]`, or another.
     lines: HashMap<String, u32>,
-    width: Option<u32>,
     /// The ends of the grid-stride loops met so far.
     grid_stride_ends: Vec<Expr>,
     /// The parameters those ends name.
@@ -175,28 +228,21 @@ impl Analysis<'_> {
         ident(expr).is_some_and(|name| self.arrays.contains(&name))
     }
 
-    /// Records an access of width `width` at index `index`, which must be the position.
-    fn access(&mut self, index: &Expr, width: Option<u32>) {
-        match (strip(index), width) {
-            (_, None) => self.refused = true,
-            (Expr::Path(path), Some(width)) if path.path.is_ident("ABSOLUTE_POS") => {
-                self.width_is(width);
-            }
-            (index, Some(width)) => match ident(index) {
-                Some(name) => {
-                    self.used_positions.insert(name);
-                    self.width_is(width);
-                }
-                None => self.refused = true,
-            },
-        }
-    }
-
-    fn width_is(&mut self, width: u32) {
-        match self.width {
-            Some(known) if known != width => self.refused = true,
-            _ => self.width = Some(width),
-        }
+    /// Records an access of width `width` to `array` at index `index`.
+    fn access(&mut self, array: &Expr, index: &Expr, width: Option<u32>) {
+        let Some(array) = ident(array) else {
+            self.refused = true;
+            return;
+        };
+        let index = match strip(index) {
+            Expr::Path(path) if path.path.is_ident("ABSOLUTE_POS") => None,
+            other => Some(ident(other).unwrap_or_default()),
+        };
+        self.accesses.push(Access {
+            array,
+            index,
+            width,
+        });
     }
 
     /// Whether `end` is made of fixed parameters only (recording the names it uses).
@@ -277,7 +323,7 @@ impl<'ast> Visit<'ast> for Analysis<'_> {
 
     fn visit_expr_index(&mut self, index: &'ast syn::ExprIndex) {
         if self.is_array(&index.expr) {
-            self.access(&index.index, Some(1));
+            self.access(&index.expr, &index.index, Some(1));
             self.visit_expr(&index.index);
         } else {
             visit::visit_expr_index(self, index);
@@ -292,13 +338,13 @@ impl<'ast> Visit<'ast> for Analysis<'_> {
         let method = call.method.to_string();
         match (method.as_str(), call.args.first()) {
             ("len" | "is_empty", None) => {}
-            ("line", Some(index)) => self.access(index, turbofish_width(call)),
+            ("line", Some(index)) => self.access(&call.receiver, index, turbofish_width(call)),
             ("set_line", Some(index)) => {
                 let width = call
                     .args
                     .get(1)
                     .and_then(|value| self.local_array_len(value));
-                self.access(index, width);
+                self.access(&call.receiver, index, width);
             }
             _ => self.refused = true,
         }
@@ -365,8 +411,11 @@ mod tests {
         let mut all = arrays.clone();
         all.extend(["n".to_string(), "m".to_string()]);
         let fixed = HashSet::from(["n".to_string()]);
+        // `out` is the written array of every test body.
+        let read_only: HashSet<String> = arrays.iter().filter(|a| *a != "out").cloned().collect();
         let params = Params {
             arrays: &arrays,
+            read_only: &read_only,
             all: &all,
             fixed: &fixed,
         };
@@ -430,8 +479,24 @@ mod tests {
     }
 
     #[test]
+    fn read_only_arrays_read_anywhere_are_gathered() {
+        let neighbour = "{ let i = ABSOLUTE_POS; out[i] = a[i + 1] + b[i]; }";
+        let exclusive = analysed(neighbour, &["a", "b", "out"]).unwrap();
+        assert_eq!(exclusive.gathered, HashSet::from(["a".to_string()]));
+        let rows = "{ for row in (ABSOLUTE_POS..n).step_by(CUBE_COUNT * CUBE_DIM) { \
+                    let mut s = 0u32; for c in 0..4u32 { let v = a.line::<8>(row * 4 + c); \
+                    s += v[0]; } out[row] = s; } }";
+        let exclusive = analysed(rows, &["a", "out"]).unwrap();
+        assert_eq!(exclusive.gathered, HashSet::from(["a".to_string()]));
+        // The gathered array's line width doesn't count; the written array's does.
+        assert_eq!(exclusive.width, 1);
+        let literal = "{ out[ABSOLUTE_POS] = a[0]; }";
+        assert_eq!(width(literal, &["a", "out"]), Some(1));
+    }
+
+    #[test]
     fn other_indices_widths_and_cooperation_are_not() {
-        let neighbour = "{ let i = ABSOLUTE_POS; out[i] = a[i + 1]; }";
+        let neighbour = "{ let i = ABSOLUTE_POS; out[i + 1] = a[i]; }";
         assert_eq!(width(neighbour, &["a", "out"]), None);
         let mutable = "{ let mut i = ABSOLUTE_POS; i += 1; out[i] = a[i]; }";
         assert_eq!(width(mutable, &["a", "out"]), None);
@@ -439,8 +504,8 @@ mod tests {
         assert_eq!(width(shadowed, &["a", "out"]), None);
         let param = "{ out[n] = a[n]; }";
         assert_eq!(width(param, &["a", "out"]), None);
-        let mixed = "{ let i = ABSOLUTE_POS; let x = a.line::<4>(i); out[i] = x[0]; }";
-        assert_eq!(width(mixed, &["a", "out"]), None);
+        let mixed = "{ let i = ABSOLUTE_POS; let x = out.line::<4>(i); out[i] = x[0]; }";
+        assert_eq!(width(mixed, &["out"]), None);
         let unknown = "{ let i = ABSOLUTE_POS; out.set_line(i, make()); }";
         assert_eq!(width(unknown, &["out"]), None);
         let atomic = "{ let i = ABSOLUTE_POS; atomic_add(out, 0u32, a[i]); }";

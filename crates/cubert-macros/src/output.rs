@@ -71,6 +71,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .filter(|param| matches!(param.kind, ParamKind::Array { .. }))
         .map(|param| param.name.to_string())
         .collect();
+    let read_only_names: HashSet<String> = signature
+        .params
+        .iter()
+        .filter(|param| matches!(param.kind, ParamKind::Array { mutable: false, .. }))
+        .map(|param| param.name.to_string())
+        .collect();
     let param_names: HashSet<String> = signature
         .params
         .iter()
@@ -96,6 +102,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         &function.block,
         &exclusive::Params {
             arrays: &array_names,
+            read_only: &read_only_names,
             all: &param_names,
             fixed: &fixed_names,
         },
@@ -110,6 +117,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         None => TokenStream::new(),
     };
     let expand_body = context(Mode::Expand).block(&function.block)?;
+    let is_exclusive = exclusive.is_some();
 
     let (impl_generics, _, where_clause) = signature.generics.split_for_impl();
     let mut launch_generics = signature.generics.clone();
@@ -147,14 +155,24 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 native_setup.extend(quote! {
                     let #native_mut #ident = __cubert_args.array::<#elem>(#slot);
                 });
-                exclusive_setup.extend(quote! {
-                    let #native_mut #ident = unsafe { __cubert_args.exclusive_array::<#elem>(#slot) };
+                let gathered = exclusive
+                    .as_ref()
+                    .is_some_and(|exclusive| exclusive.gathered.contains(&ident.to_string()));
+                exclusive_setup.extend(if gathered {
+                    quote! {
+                        let #ident = unsafe { __cubert_args.gathered_array::<#elem>(#slot) };
+                    }
+                } else {
+                    quote! {
+                        let #native_mut #ident = unsafe { __cubert_args.exclusive_array::<#elem>(#slot) };
+                    }
                 });
                 exclusive_params.push(quote! {
                     #lang::native::ExclusiveParam {
                         slot: #slot,
                         elem_size: ::core::mem::size_of::<#elem>(),
                         written: #mutable,
+                        gathered: #gathered,
                     }
                 });
                 expand_setup.extend(quote! {
@@ -234,6 +252,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         Some(exclusive::Exclusive {
             width,
             grid_stride_ends,
+            ..
         }) => {
             let native = context(Mode::Native);
             let ends = grid_stride_ends
@@ -318,6 +337,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             /// The kernel's signature as written (never called; see `signature_types`).
             #[allow(dead_code, clippy::all)]
             fn signature #impl_generics (#(_: #signature_types),*) #where_clause {}
+
+            /// Whether the CPU runs this kernel's exclusive fast path where a launch's ranges
+            /// allow it: the macro proved each unit touches only its own elements (reading
+            /// its read-only arrays anywhere).
+            pub const IS_EXCLUSIVE: bool = #is_exclusive;
 
             /// The kernel's marker type: its `TypeId` (with the generic types) keys caches.
             pub struct #marker #impl_generics (#phantom) #where_clause;

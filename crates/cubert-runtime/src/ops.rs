@@ -333,13 +333,58 @@ pub fn reduce_sum<R: Runtime>(
     elem: ElemType,
 ) -> Result<(), LaunchError> {
     check_reduce_sum(input, out, rows, cols, elem)?;
-    launch_standard(
-        client,
-        StandardKernel::ReduceSum(elem),
-        &[input, out],
-        vec![word(rows), word(cols)],
-        move |properties, _| CubeCount::new_1d(spread_cube_count(properties, rows as u64, 1)),
-    )
+    let kernel = R::standard_kernel(StandardKernel::ReduceSum(elem))?;
+    launch_reduce_sum(client, kernel, (input, out), (rows, cols), elem, 1)
+}
+
+/// Launches `kernel`, a reduce-sum kernel summing `rows_per_cube` rows per cube, over the
+/// `rows × cols` matrix `input` (sums to `out`): one unit or group of units per row. The
+/// kernels index with `u32`, so an input of more than [`ELEMENTS_PER_LAUNCH`] elements
+/// is summed by launches over views of as many whole rows as fit; no rows launch nothing.
+///
+/// # Errors
+/// As [`ComputeClient::launch`]; [`LaunchError`] for rows of more than
+/// [`ELEMENTS_PER_LAUNCH`] elements.
+pub fn launch_reduce_sum<R: Runtime>(
+    client: &ComputeClient<R>,
+    kernel: <R::Server as crate::server::ComputeServer>::Kernel,
+    (input, out): (&Handle, &Handle),
+    (rows, cols): (usize, usize),
+    elem: ElemType,
+    rows_per_cube: u32,
+) -> Result<(), LaunchError> {
+    if cols > ELEMENTS_PER_LAUNCH {
+        return Err(LaunchError::unknown(format!(
+            "reduce_sum: rows of {cols} elements are longer than one launch sums \
+             ({ELEMENTS_PER_LAUNCH})"
+        )));
+    }
+    let launch = |input: &Handle, out: &Handle, rows: usize| {
+        let cubes = elementwise_cube_count(client.properties(), rows as u64, rows_per_cube);
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![input.to_binding(), out.to_binding()])
+            .with_info(MetadataBindingInfo::custom(vec![word(rows), word(cols)]));
+        client.launch(kernel.clone(), CubeCount::new_1d(cubes), arguments)
+    };
+    let chunk = ELEMENTS_PER_LAUNCH / cols.max(1);
+    if rows <= chunk {
+        return if rows == 0 {
+            Ok(())
+        } else {
+            launch(input, out, rows)
+        };
+    }
+    let size = elem.size() as u64;
+    let mut start = 0;
+    while start < rows {
+        let count = (rows - start).min(chunk);
+        let first = (start * cols) as u64 * size;
+        let input_view = input.view(first, (count * cols) as u64 * size)?;
+        let out_view = out.view(start as u64 * size, count as u64 * size)?;
+        launch(&input_view, &out_view, count)?;
+        start += count;
+    }
+    Ok(())
 }
 
 /// Checks the buffers of a reduce-sum of a `rows × cols` matrix (see [`check_holds`]).

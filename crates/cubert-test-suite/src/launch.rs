@@ -441,6 +441,96 @@ pub fn reduce_sum_matches_reference<B: TestBackend>() {
     assert_eq!(read_elems::<B, i32>(&client, &out), expected);
 }
 
+/// Every way the language's reduce-sum shares rows among units (a unit, a plane or a cube
+/// per row; lines or elements), launched on this backend over grids smaller than, equal to
+/// and larger than the rows, sums every row: exactly for integers (wrapping `i8`, full
+/// `u64`), for halves as an `f32` accumulator sums them (4097 ones give 4096 once rounded
+/// to `f16`; an `f16` accumulator would stop at 2048), and for rows that start anywhere
+/// within a line.
+pub fn reduce_sum_splits_sum_every_row_for_any_grid<B: TestBackend>() {
+    use cubert_runtime::kernel::standard::{RowSplit, reduce_sum_definition};
+    use cubert_runtime::kernel::{KernelArguments, MetadataBindingInfo};
+    let client = client::<B>();
+    let splits = [
+        RowSplit::Unit {
+            units: 1,
+            wide: false,
+        },
+        RowSplit::Unit {
+            units: 4,
+            wide: true,
+        },
+        RowSplit::Plane {
+            planes: 2,
+            lines: false,
+        },
+        RowSplit::Plane {
+            planes: 1,
+            lines: true,
+        },
+        RowSplit::Cube {
+            units: 64,
+            lines: true,
+        },
+        RowSplit::Cube {
+            units: 96,
+            lines: false,
+        },
+    ];
+    let run = |elem: ElemType,
+               split: RowSplit,
+               input: &cubert_runtime::Handle,
+               rows: usize,
+               cols: usize,
+               cubes: u32| {
+        let (definition, cube_dim) = reduce_sum_definition(elem, split, "reduce_sum_test").unwrap();
+        let kernel = B::R::language_kernel(&definition, cube_dim).unwrap();
+        let out = client.empty(rows * elem.size()).unwrap();
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![input.to_binding(), out.to_binding()])
+            .with_info(MetadataBindingInfo::custom(vec![rows as u64, cols as u64]));
+        client
+            .launch(kernel, CubeCount::new_1d(cubes), arguments)
+            .unwrap();
+        out
+    };
+    for split in splits {
+        for (rows, cols) in [(5, 13), (3, 100), (7, 1), (2, 67)] {
+            let values: Vec<i8> = (0..rows * cols).map(|i| (i * 37 % 255) as i8).collect();
+            let input = upload::<B, i8>(&client, &values);
+            let want: Vec<i8> = values
+                .chunks(cols)
+                .map(|row| row.iter().fold(0i8, |a, b| a.wrapping_add(*b)))
+                .collect();
+            let big: Vec<u64> = (0..rows * cols).map(|i| (i as u64) << 40).collect();
+            let big_input = upload::<B, u64>(&client, &big);
+            let big_want: Vec<u64> = big.chunks(cols).map(|row| row.iter().sum()).collect();
+            for cubes in [1, 2, rows as u32, 3 * rows as u32] {
+                let out = run(ElemType::I8, split, &input, rows, cols, cubes);
+                assert_eq!(
+                    read_elems::<B, i8>(&client, &out),
+                    want,
+                    "{split:?} {rows}x{cols} on {cubes} cubes"
+                );
+                let out = run(ElemType::U64, split, &big_input, rows, cols, cubes);
+                assert_eq!(
+                    read_elems::<B, u64>(&client, &out),
+                    big_want,
+                    "{split:?} u64"
+                );
+            }
+        }
+        let ones = vec![half::f16::ONE; 2 * 4097];
+        let input = upload::<B, half::f16>(&client, &ones);
+        let out = run(ElemType::F16, split, &input, 2, 4097, 2);
+        assert_eq!(
+            read_elems::<B, half::f16>(&client, &out),
+            vec![half::f16::from_f32(4097.0); 2],
+            "{split:?} f16"
+        );
+    }
+}
+
 fn matmul_reference(
     lhs: &[f64],
     rhs: &[f64],

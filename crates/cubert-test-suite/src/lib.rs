@@ -193,6 +193,7 @@ macro_rules! __for_each_suite_test {
                 add_in_place_into_an_input_is_correct,
                 add_and_mul_are_exact_for_every_length_and_alignment,
                 reduce_sum_matches_reference,
+                reduce_sum_splits_sum_every_row_for_any_grid,
                 matmul_matches_reference,
                 cube_dim_and_cube_count_selection_respect_device_limits,
             }

@@ -1,20 +1,18 @@
-//! The standard kernels the CPU backend still writes itself, reduce-sum and matmul (see
-//! `cubert_runtime::kernel::standard` for their calling conventions); the others come from
-//! the kernel language (`cubert_runtime::kernel::standard::standard_kernel`).
+//! The standard kernel the CPU backend still writes itself, matmul (see
+//! `cubert_runtime::kernel::standard` for its calling convention), and the CPU's variants
+//! of matmul and reduce-sum for the autotuner (`variants`); the other kernels, reduce-sum
+//! included, come from the kernel language (`cubert_runtime::kernel::standard`).
 //!
 //! Integer arithmetic wraps (as on GPUs); floats accumulate in their own type. Built
 //! kernels are cached, so launching a standard kernel allocates nothing to build it.
-//! Matmul and reduce-sum also have variants for the autotuner (`variants`).
 
 mod matmul;
 mod matmul_variants;
 mod numeric;
-mod reduce;
-mod reduce_variants;
 mod variants;
 
 pub use numeric::Numeric;
-pub use variants::{standard_variants, variant_kernel};
+pub use variants::{reduce_sum_variant, standard_variants, variant_kernel};
 
 use crate::kernel::CpuKernel;
 use cubert_runtime::LaunchError;
@@ -43,9 +41,6 @@ fn unsupported(kernel: StandardKernel) -> LaunchError {
 fn build(kernel: StandardKernel) -> Result<CpuKernel, LaunchError> {
     let name = kernel.name();
     match kernel {
-        StandardKernel::ReduceSum(elem) => {
-            with_numeric!(elem, kernel, T => Ok(reduce::reduce_sum::<T>(name)))
-        }
         StandardKernel::Matmul(elem) => {
             with_numeric!(elem, kernel, T => Ok(matmul::matmul::<T>(name)))
         }
@@ -55,7 +50,7 @@ fn build(kernel: StandardKernel) -> Result<CpuKernel, LaunchError> {
     }
 }
 
-/// The CPU kernel for reduce-sum or matmul, built once and cached.
+/// The CPU's own matmul kernel, built once and cached.
 ///
 /// # Errors
 /// [`LaunchError`] for combinations the CPU backend doesn't define (arithmetic on

@@ -2,22 +2,25 @@
 //!
 //! Matmul variants are named `t<tm>x<tn>m<MR>n<NR>[k<kc>]`: an output tile of `tm × tn`
 //! per cube, register blocks of `MR × NR` (NR is the inner loop's vector width), and the
-//! `p` loop blocked by `kc` (see `matmul_variants`). Reduce-sum variants are named
-//! `l<lanes>r<rows>`: partial sums kept per row and rows per cube (see `reduce_variants`).
-//! The default variant is the standard kernel itself. Priorities put a few likely winners
+//! `p` loop blocked by `kc` (see `matmul_variants`). Reduce-sum variants are the kernel
+//! language's unit-per-row kernel (`cubert_runtime::kernel::standard::reduce`), named
+//! `l<partial sums>r<rows per cube>`: 8 or 32 partial sums, and rows (units) per cube (a
+//! cube's units run one after another on one worker thread, so fewer rows per cube spread
+//! few rows over more threads). The default variant is the standard kernel itself. Priorities put a few likely winners
 //! first (`minimal` tries only those).
 //!
 //! Built variants are cached like the standard kernels.
 
 use super::matmul_variants::{MatmulParams, Micro, matmul_blocked};
 use super::numeric::Numeric;
-use super::reduce_variants::reduce_rows;
 use super::standard_kernel;
+use crate::CpuRuntime;
 use crate::kernel::CpuKernel;
 use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::kernel::standard::{RowSplit, reduce_sum_kernel};
 use cubert_runtime::properties::DeviceProperties;
 use cubert_runtime::tune::Priority;
 use std::collections::HashMap;
@@ -70,16 +73,24 @@ const fn params(tm: usize, tn: usize, kc: usize, micro: Micro) -> MatmulParams {
     MatmulParams { tm, tn, kc, micro }
 }
 
-/// (name, lanes, rows per cube, priority).
-const REDUCE: [(&str, usize, usize, Priority); 7] = [
-    ("l16r16", 16, 16, Priority::High),
-    ("l32r1", 32, 1, Priority::High),
-    ("l8r16", 8, 16, Priority::Normal),
-    ("l16r1", 16, 1, Priority::Normal),
-    ("l16r64", 16, 64, Priority::Normal),
-    ("l32r64", 32, 64, Priority::Low),
-    ("l4r4", 4, 4, Priority::Low),
+/// The split of the default reduce-sum: a unit per row with 32 partial sums, one row per
+/// cube (the default kernel of every backend sums one row per cube).
+pub const DEFAULT_REDUCE: RowSplit = RowSplit::Unit {
+    units: 1,
+    wide: true,
+};
+
+/// (name, split, priority) of the reduce-sum variants: `l<partial sums>r<rows per cube>`.
+const REDUCE: [(&str, RowSplit, Priority); 4] = [
+    ("l32r16", unit_split(16, true), Priority::High),
+    ("l8r1", unit_split(1, false), Priority::High),
+    ("l8r16", unit_split(16, false), Priority::Normal),
+    ("l32r64", unit_split(64, true), Priority::Low),
 ];
+
+const fn unit_split(units: u32, wide: bool) -> RowSplit {
+    RowSplit::Unit { units, wide }
+}
 
 /// The variants of `kernel`, the default first (matmul and reduce-sum have several; other
 /// kernels only the default).
@@ -97,8 +108,8 @@ pub fn standard_variants(
                 .collect()
         }
         StandardKernel::ReduceSum(_) => std::iter::once(StandardVariant::default_with_tile((1, 1)))
-            .chain(REDUCE.iter().map(|(name, _, rows, priority)| {
-                StandardVariant::new(*name, (*rows as u32, 1), *priority)
+            .chain(REDUCE.iter().map(|(name, split, priority)| {
+                StandardVariant::new(*name, (split.rows_per_cube(), 1), *priority)
             }))
             .collect(),
         _ => vec![StandardVariant::default_with_tile((1, 1))],
@@ -138,21 +149,22 @@ fn build_matmul<T: Numeric>(
     ))
 }
 
-fn build_reduce<T: Numeric>(
-    kernel: StandardKernel,
-    variant: &str,
-    fallback: CpuKernel,
-) -> Result<CpuKernel, LaunchError> {
-    let (_, lanes, rows, _) = REDUCE
-        .iter()
-        .find(|(name, ..)| *name == variant)
-        .ok_or_else(|| unknown(kernel, variant))?;
-    Ok(reduce_rows::<T>(
-        format!("{kernel}/{variant}"),
-        *lanes,
-        *rows,
-        fallback,
-    ))
+/// Variant `variant` of the reduce-sum of `elem`, from the kernel language.
+///
+/// # Errors
+/// An unknown variant, booleans, or the language's build error.
+pub fn reduce_sum_variant(elem: ElemType, variant: &str) -> Result<CpuKernel, LaunchError> {
+    let kernel = StandardKernel::ReduceSum(elem);
+    let split = if variant == StandardVariant::DEFAULT {
+        DEFAULT_REDUCE
+    } else {
+        let (_, split, _) = REDUCE
+            .iter()
+            .find(|(name, ..)| *name == variant)
+            .ok_or_else(|| unknown(kernel, variant))?;
+        *split
+    };
+    reduce_sum_kernel::<CpuRuntime>(elem, variant, split)
 }
 
 fn build(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError> {
@@ -165,11 +177,7 @@ fn build(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError
             let fallback = standard_kernel(kernel)?;
             cubert_runtime::with_elem!(elem, u8, T => build_matmul::<T>(kernel, variant, fallback))
         }
-        StandardKernel::ReduceSum(elem) => {
-            numeric_elem(kernel, elem)?;
-            let fallback = standard_kernel(kernel)?;
-            cubert_runtime::with_elem!(elem, u8, T => build_reduce::<T>(kernel, variant, fallback))
-        }
+        StandardKernel::ReduceSum(elem) => reduce_sum_variant(elem, variant),
         _ => Err(unknown(kernel, variant)),
     }
 }

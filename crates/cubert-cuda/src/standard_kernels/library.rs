@@ -1,7 +1,6 @@
-//! CUDA C++ of the standard kernels the backend still writes itself (reduce-sum and
-//! matmul; the elementwise ones come from the kernel language): templates over the element
-//! type, instantiated by `standard_kernels::standard_kernel` with one `extern "C"` entry
-//! point per kernel and type.
+//! CUDA C++ of the standard kernel the backend still writes itself, matmul (the others come
+//! from the kernel language): templates over the element type, instantiated by
+//! `standard_kernels::standard_kernel` with one `extern "C"` entry point per type.
 //!
 //! Semantics match the CPU backend bit for bit where the CPU is exact: integers wrap, half
 //! types accumulate in `float`.
@@ -67,28 +66,6 @@ CUBERT_FLOAT_NUM(double)
     };
 CUBERT_HALF_NUM(f16, cubert::f16_to_f32, cubert::f32_to_f16)
 CUBERT_HALF_NUM(bf16, cubert::bf16_to_f32, cubert::f32_to_bf16)
-
-// ---- row sums: one block per row, grid-stride over rows ---------------------------------
-#define CUBERT_REDUCE_THREADS 256
-template <typename T> __device__ void reduce_sum(const cubert::Args& a) {
-    typedef typename Num<T>::Acc Acc;
-    __shared__ Acc partial[CUBERT_REDUCE_THREADS];
-    u64 rows = cubert::info(a, 0), cols = cubert::info(a, 1);
-    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        Acc sum = Num<T>::zero();
-        for (u64 c = threadIdx.x; c < cols; c += blockDim.x)
-            sum = Num<T>::acc_add(sum, Num<T>::to_acc(cubert::load<T>(a, 0, row * cols + c)));
-        partial[threadIdx.x] = sum;
-        __syncthreads();
-        for (unsigned int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-            if (threadIdx.x < stride)
-                partial[threadIdx.x] = Num<T>::acc_add(partial[threadIdx.x], partial[threadIdx.x + stride]);
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) cubert::store<T>(a, 1, row, Num<T>::from_acc(partial[0]));
-        __syncthreads();
-    }
-}
 
 // ---- matmul: 16x16 output tiles through shared memory, grid-stride over tiles ------------
 #define CUBERT_TILE 16

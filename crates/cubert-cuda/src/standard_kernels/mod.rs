@@ -1,16 +1,17 @@
-//! The standard kernels the CUDA backend still writes itself, reduce-sum and matmul (see
-//! `cubert_runtime::kernel::standard` for their calling conventions; the others come from
-//! the kernel language): the template library of `library.rs` plus one `extern "C"` entry
-//! point per kernel and element type. Built kernels are cached; the compiled modules
-//! are cached by the compiler (in memory and on disk). Matmul and reduce-sum also have
-//! variants for the autotuner (`variants.rs`).
+//! The standard kernel the CUDA backend still writes itself, matmul (see
+//! `cubert_runtime::kernel::standard` for its calling convention; the others come from the
+//! kernel language): the template library of `library.rs` plus one `extern "C"` entry
+//! point per element type. Built kernels are cached; the compiled modules are cached by
+//! the compiler (in memory and on disk). Matmul and reduce-sum have variants for the
+//! autotuner (`variants.rs`; reduce-sum's are splits of the language's kernels).
 
 mod library;
 mod variants;
 
 pub use library::LIBRARY;
 pub use variants::{
-    VARIANT_LIBRARY, standard_variants, variant_kernel, variant_names, variant_source,
+    DEFAULT_REDUCE, VARIANT_LIBRARY, reduce_sum_splits, reduce_sum_variant, standard_variants,
+    variant_kernel, variant_names, variant_source,
 };
 
 use crate::kernel::{ArgsCapacity, CudaKernel};
@@ -19,9 +20,6 @@ use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::{CubeDim, LaunchError};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
-
-/// Units per cube of the reduce kernels.
-pub const BLOCK: u32 = 256;
 
 /// The argument block of the standard kernels and their variants: at most three buffers
 /// and three info words are passed (matmul), so 4 + 4 keeps each launch's parameter at 112
@@ -43,16 +41,6 @@ fn no_booleans(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError
 /// The body of the entry point and its cube dim.
 fn body(kernel: StandardKernel) -> Result<(String, CubeDim), LaunchError> {
     Ok(match kernel {
-        StandardKernel::ReduceSum(elem) => {
-            no_booleans(kernel, elem)?;
-            (
-                format!(
-                    "cubert_std::reduce_sum<{}>(a);",
-                    crate::lang::cuda_type::name(elem)
-                ),
-                CubeDim::new_1d(BLOCK),
-            )
-        }
         StandardKernel::Matmul(elem) => {
             no_booleans(kernel, elem)?;
             (

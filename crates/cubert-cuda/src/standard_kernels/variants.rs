@@ -8,19 +8,22 @@
 //! `VEC` elements per load when the buffers, `n` and the address allow it. Each output sums
 //! over `p` in order, like the default kernel.
 //!
-//! Reduce-sum variants are `b<THREADS>[v<VEC>]` (one block per row, warp-shuffle reduction,
-//! then across warps through shared memory) and `w<WARPS>[v<VEC>]` (one warp per row,
-//! `WARPS` rows per block: for many short rows).
+//! Reduce-sum variants are the kernel language's shared kernel
+//! (`cubert_runtime::kernel::standard::reduce`): `b<THREADS>v<1|4>` (a cube of THREADS units
+//! per row, reading lines of 4 with `v4`) and `w<WARPS>v<1|4>` (a plane per row, WARPS
+//! planes per cube: for many short rows). The default is `b256v4`.
 //!
-//! Every variant reads through the checked accessors when a buffer doesn't cover its
-//! matrix, so checked launches report out-of-bounds accesses as the default kernels do.
+//! Every matmul variant reads through the checked accessors when a buffer doesn't cover
+//! its matrix, so checked launches report out-of-bounds accesses as the default kernels do.
 //! The default variant is the standard kernel itself.
 
 use super::{LIBRARY, TILE};
+use crate::CudaRuntime;
 use crate::kernel::CudaKernel;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
+use cubert_runtime::kernel::standard::{RowSplit, reduce_sum_kernel};
 use cubert_runtime::properties::DeviceProperties;
 use cubert_runtime::tune::Priority;
 use cubert_runtime::{CubeDim, LaunchError};
@@ -30,23 +33,6 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 /// CUDA C++ of the variants (compiled after the prelude and `LIBRARY`).
 pub const VARIANT_LIBRARY: &str = r#"
 namespace cubert_std {
-
-// Warp shuffles of accumulators: native types as they are, small integers through int.
-template <typename A> __device__ __forceinline__ A shfl_down(A v, int offset) {
-    return (A)__shfl_down_sync(0xffffffffu, (int)v, offset);
-}
-__device__ __forceinline__ int shfl_down(int v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ unsigned int shfl_down(unsigned int v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ long long shfl_down(long long v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ unsigned long long shfl_down(unsigned long long v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ float shfl_down(float v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ double shfl_down(double v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
-
-template <typename T> __device__ __forceinline__ typename Num<T>::Acc warp_sum(typename Num<T>::Acc v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v = Num<T>::acc_add(v, shfl_down(v, offset));
-    return v;
-}
 
 // VEC elements loaded at once.
 template <typename T, int VEC> struct alignas(sizeof(T) * VEC) VecN { T v[VEC]; };
@@ -134,63 +120,6 @@ __device__ void matmul_blocked(const cubert::Args& a) {
     }
 }
 
-// ---- row sums ------------------------------------------------------------------------
-// The sum of this thread's share of row `row`: columns lane, lane + stride, ...
-template <typename T, int VEC>
-__device__ __forceinline__ typename Num<T>::Acc row_share(const cubert::Args& a, u64 row, u64 cols,
-                                                          int lane, int stride, bool fast, bool vec) {
-    typedef typename Num<T>::Acc Acc;
-    Acc sum = Num<T>::zero();
-    const T* in = cubert::ptr<T>(a, 0);
-    if (vec) {
-        const VecN<T, VEC>* base = reinterpret_cast<const VecN<T, VEC>*>(in + row * cols);
-        for (u64 c = lane; c < cols / VEC; c += stride) {
-            VecN<T, VEC> v = base[c];
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) sum = Num<T>::acc_add(sum, Num<T>::to_acc(v.v[j]));
-        }
-    } else if (fast) {
-        for (u64 c = lane; c < cols; c += stride) sum = Num<T>::acc_add(sum, Num<T>::to_acc(in[row * cols + c]));
-    } else {
-        for (u64 c = lane; c < cols; c += stride)
-            sum = Num<T>::acc_add(sum, Num<T>::to_acc(cubert::load<T>(a, 0, row * cols + c)));
-    }
-    return sum;
-}
-
-// One block of THREADS per row.
-template <typename T, int THREADS, int VEC> __device__ void reduce_block(const cubert::Args& a) {
-    typedef typename Num<T>::Acc Acc;
-    __shared__ Acc warp_sums[THREADS / 32];
-    u64 rows = cubert::info(a, 0), cols = cubert::info(a, 1);
-    bool fast = cubert::covers<T>(a, 0, rows * cols);
-    bool vec = fast && VEC > 1 && cols % VEC == 0 && (((u64)cubert::ptr<T>(a, 0)) % (sizeof(T) * VEC)) == 0;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        Acc sum = warp_sum<T>(row_share<T, VEC>(a, row, cols, threadIdx.x, THREADS, fast, vec));
-        if (lane == 0) warp_sums[warp] = sum;
-        __syncthreads();
-        if (warp == 0) {
-            sum = lane < THREADS / 32 ? warp_sums[lane] : Num<T>::zero();
-            sum = warp_sum<T>(sum);
-            if (lane == 0) cubert::store<T>(a, 1, row, Num<T>::from_acc(sum));
-        }
-        __syncthreads();
-    }
-}
-
-// One warp per row, WARPS rows per block.
-template <typename T, int WARPS, int VEC> __device__ void reduce_warp(const cubert::Args& a) {
-    u64 rows = cubert::info(a, 0), cols = cubert::info(a, 1);
-    bool fast = cubert::covers<T>(a, 0, rows * cols);
-    bool vec = fast && VEC > 1 && cols % VEC == 0 && (((u64)cubert::ptr<T>(a, 0)) % (sizeof(T) * VEC)) == 0;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (u64 row = (u64)blockIdx.x * WARPS + warp; row < rows; row += (u64)gridDim.x * WARPS) {
-        typename Num<T>::Acc sum = warp_sum<T>(row_share<T, VEC>(a, row, cols, lane, 32, fast, vec));
-        if (lane == 0) cubert::store<T>(a, 1, row, Num<T>::from_acc(sum));
-    }
-}
-
 } // namespace cubert_std
 "#;
 
@@ -238,22 +167,29 @@ const MATMUL: [MatmulVariant; 8] = [
     mm("b32x64k8t2x4", (32, 64, 8), (2, 4), 1, Priority::Low),
 ];
 
-/// One block per row (`Block(threads)`) or one warp per row (`Warp(warps)`).
-#[derive(Clone, Copy)]
-enum ReduceShape {
-    Block(u32),
-    Warp(u32),
+/// The split of the default reduce-sum: a cube of 256 units per row, reading lines of 4.
+pub const DEFAULT_REDUCE: RowSplit = RowSplit::Cube {
+    units: 256,
+    lines: true,
+};
+
+const fn per_cube(units: u32, lines: bool) -> RowSplit {
+    RowSplit::Cube { units, lines }
 }
 
-const REDUCE: [(&str, ReduceShape, u32, Priority); 8] = [
-    ("b256v4", ReduceShape::Block(256), 4, Priority::High),
-    ("w8v4", ReduceShape::Warp(8), 4, Priority::High),
-    ("b512v4", ReduceShape::Block(512), 4, Priority::Normal),
-    ("b128v1", ReduceShape::Block(128), 1, Priority::Normal),
-    ("w4v1", ReduceShape::Warp(4), 1, Priority::Normal),
-    ("b1024v4", ReduceShape::Block(1024), 4, Priority::Low),
-    ("w4v4", ReduceShape::Warp(4), 4, Priority::Low),
-    ("b256v1", ReduceShape::Block(256), 1, Priority::Low),
+const fn per_plane(planes: u32, lines: bool) -> RowSplit {
+    RowSplit::Plane { planes, lines }
+}
+
+/// (name, split, priority) of the reduce-sum variants.
+const REDUCE: [(&str, RowSplit, Priority); 7] = [
+    ("w8v4", per_plane(8, true), Priority::High),
+    ("b512v4", per_cube(512, true), Priority::High),
+    ("b128v1", per_cube(128, false), Priority::Normal),
+    ("w4v1", per_plane(4, false), Priority::Normal),
+    ("b1024v4", per_cube(1024, true), Priority::Low),
+    ("w4v4", per_plane(4, true), Priority::Low),
+    ("b256v1", per_cube(256, false), Priority::Low),
 ];
 
 /// The variants of `kernel`, the default first (matmul and reduce-sum have several; other
@@ -273,12 +209,8 @@ pub fn standard_variants(
                 .collect()
         }
         StandardKernel::ReduceSum(_) => std::iter::once(StandardVariant::default_with_tile((1, 1)))
-            .chain(REDUCE.iter().map(|(name, shape, _, priority)| {
-                let rows = match shape {
-                    ReduceShape::Block(_) => 1,
-                    ReduceShape::Warp(warps) => *warps,
-                };
-                StandardVariant::new(*name, (rows, 1), *priority)
+            .chain(REDUCE.iter().map(|(name, split, priority)| {
+                StandardVariant::new(*name, (split.rows_per_cube(), 1), *priority)
             }))
             .collect(),
         _ => vec![StandardVariant::default_with_tile((1, 1))],
@@ -318,32 +250,15 @@ fn call(kernel: StandardKernel, variant: &str) -> Result<(String, CubeDim), Laun
                 CubeDim::new_2d(bn / tn, bm / tm),
             ))
         }
-        StandardKernel::ReduceSum(elem) => {
-            let ty = numeric(kernel, elem)?;
-            let (_, shape, vec, _) = REDUCE
-                .iter()
-                .find(|(name, ..)| *name == variant)
-                .ok_or_else(|| unknown(kernel, variant))?;
-            Ok(match shape {
-                ReduceShape::Block(threads) => (
-                    format!("cubert_std::reduce_block<{ty}, {threads}, {vec}>(a);"),
-                    CubeDim::new_1d(*threads),
-                ),
-                ReduceShape::Warp(warps) => (
-                    format!("cubert_std::reduce_warp<{ty}, {warps}, {vec}>(a);"),
-                    CubeDim::new_1d(warps * 32),
-                ),
-            })
-        }
         _ => Err(unknown(kernel, variant)),
     }
 }
 
-/// The names of every non-default variant of `kernel`.
+/// The names of every non-default variant of `kernel` the backend writes itself (matmul;
+/// the reduce-sum variants come from the kernel language: [`reduce_sum_splits`]).
 pub fn variant_names(kernel: StandardKernel) -> Vec<&'static str> {
     match kernel {
         StandardKernel::Matmul(_) => MATMUL.iter().map(|v| v.name).collect(),
-        StandardKernel::ReduceSum(_) => REDUCE.iter().map(|(name, ..)| *name).collect(),
         _ => Vec::new(),
     }
 }
@@ -365,12 +280,35 @@ pub fn variant_source(
     Ok((entry, source, cube_dim))
 }
 
+/// Every reduce-sum variant's name and split, the default first.
+pub fn reduce_sum_splits() -> Vec<(&'static str, RowSplit)> {
+    std::iter::once((StandardVariant::DEFAULT, DEFAULT_REDUCE))
+        .chain(REDUCE.iter().map(|(name, split, _)| (*name, *split)))
+        .collect()
+}
+
+/// Variant `variant` of the reduce-sum of `elem`, from the kernel language.
+///
+/// # Errors
+/// An unknown variant, booleans, or the build error (NVRTC).
+pub fn reduce_sum_variant(elem: ElemType, variant: &str) -> Result<CudaKernel, LaunchError> {
+    let kernel = StandardKernel::ReduceSum(elem);
+    let (_, split) = reduce_sum_splits()
+        .into_iter()
+        .find(|(name, _)| *name == variant)
+        .ok_or_else(|| unknown(kernel, variant))?;
+    reduce_sum_kernel::<CudaRuntime>(elem, variant, split)
+}
+
 /// Variant `variant` of `kernel` (the default is the standard kernel), built once and
 /// cached.
 ///
 /// # Errors
 /// As [`variant_source`].
 pub fn variant_kernel(kernel: StandardKernel, variant: &str) -> Result<CudaKernel, LaunchError> {
+    if let StandardKernel::ReduceSum(elem) = kernel {
+        return reduce_sum_variant(elem, variant);
+    }
     if variant == StandardVariant::DEFAULT {
         return super::standard_kernel(kernel);
     }
@@ -401,10 +339,7 @@ mod tests {
 
     #[test]
     fn every_variant_has_a_unique_name_and_fits_a_block() {
-        for kernel in [
-            StandardKernel::Matmul(ElemType::F32),
-            StandardKernel::ReduceSum(ElemType::F32),
-        ] {
+        for kernel in [StandardKernel::Matmul(ElemType::F32)] {
             let names = variant_names(kernel);
             let mut unique = names.clone();
             unique.sort_unstable();
@@ -422,6 +357,15 @@ mod tests {
         for v in &MATMUL {
             assert_eq!(v.block.0 % v.per_thread.0, 0, "{}", v.name);
             assert_eq!(v.block.1 % (v.per_thread.1 * v.vec), 0, "{}", v.name);
+        }
+        let splits = reduce_sum_splits();
+        let mut names: Vec<_> = splits.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), splits.len());
+        for (name, split) in splits {
+            let units = split.cube_dim().num_elems();
+            assert!(units <= 1024 && units % 32 == 0, "{name}");
         }
     }
 }

@@ -272,6 +272,18 @@ pub trait Indexable {
     /// global and shared arrays, with the caller's source line).
     #[track_caller]
     fn store(&mut self, index: u32, value: Self::Elem);
+    /// Elements `first .. first + N` (a line): each as [`Indexable::load`] gives it, so an
+    /// element out of bounds loads zero and is reported. Arrays that can check the whole
+    /// run at once override it.
+    #[inline]
+    #[track_caller]
+    fn load_run<const N: usize>(&self, first: u32) -> [Self::Elem; N] {
+        let mut out = [Self::Elem::default(); N];
+        for (k, element) in out.iter_mut().enumerate() {
+            *element = self.load(first.saturating_add(k as u32));
+        }
+        out
+    }
 }
 
 impl<T: Scalar> Indexable for Array<'_, T> {

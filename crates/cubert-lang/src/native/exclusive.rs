@@ -30,6 +30,13 @@
 //!   grid (the standard kernels' convention) still runs at the speed of a map when its
 //!   grid covers the elements.
 //!
+//! A read-only array the kernel reads at other indices too (`x[row * cols + c]`: the macro
+//! calls it *gathered*) becomes a [`GatheredArray`] in that body: plain loads, each still
+//! bounds-checked and reported like the checked body's, since nothing proves those indices
+//! in bounds. Plain loads are race-free because [`exclusive_cubes`] requires every written
+//! array to be disjoint from it. A line of such an array is checked once for its `N`
+//! elements, so a loop over lines vectorizes.
+//!
 //! Cubes it refuses run the checked body (`Array`: bounds checks, relaxed atomic accesses)
 //! as before, so a launch that overruns a buffer still gets its out-of-bounds report. As
 //! for every CPU kernel, launches on other streams that write this launch's buffers at the
@@ -49,6 +56,10 @@ pub struct ExclusiveParam {
     pub elem_size: usize,
     /// Whether the kernel writes it (`&mut Array`).
     pub written: bool,
+    /// Whether the kernel reads it at indices other than the position (a read-only array
+    /// the macro found *gathered*): its accesses stay bounds-checked, so its length
+    /// doesn't bound the run, but no written array may overlap it at all.
+    pub gathered: bool,
 }
 
 /// The units of a run of cubes the exclusive body may run: absolute positions
@@ -98,8 +109,10 @@ pub fn exclusive_cubes(
         if !(raw.ptr as usize).is_multiple_of(param.elem_size.max(1)) {
             return None;
         }
-        let lines = raw.len as u64 / (param.elem_size.max(1) as u64 * width);
-        limit = limit.min(lines);
+        if !param.gathered {
+            let lines = raw.len as u64 / (param.elem_size.max(1) as u64 * width);
+            limit = limit.min(lines);
+        }
         views.push((raw, *param));
     }
     for &end in grid_stride_ends {
@@ -116,7 +129,9 @@ pub fn exclusive_cubes(
         !param.written
             || views.iter().enumerate().all(|(j, (other, other_param))| {
                 i == j
-                    || (written.ptr == other.ptr && param.elem_size == other_param.elem_size)
+                    || (!other_param.gathered
+                        && written.ptr == other.ptr
+                        && param.elem_size == other_param.elem_size)
                     || disjoint(written, other)
             })
     });
@@ -346,6 +361,166 @@ impl<T: Scalar> Indexable for ExclusiveArray<'_, T> {
     }
 }
 
+/// A read-only array the exclusive body reads at any index: bounds-checked plain loads
+/// (see the module docs).
+pub struct GatheredArray<'a, T> {
+    ptr: *const T,
+    len: u32,
+    slot: usize,
+    monitor: &'a dyn super::AccessMonitor,
+}
+
+impl<T> Clone for GatheredArray<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for GatheredArray<'_, T> {}
+
+impl<'a> Args<'a> {
+    /// Buffer `slot` as a [`GatheredArray`] of `T`.
+    ///
+    /// # Safety
+    /// Only for the body of a kernel the macro proved exclusive, for an array it found
+    /// gathered (never written by the kernel), with the `args` [`ExclusiveRun::run`] passes
+    /// for a run [`exclusive_cubes`] accepted: then no unit of the launch writes the array,
+    /// so plain loads can't race within it.
+    #[inline(always)]
+    pub unsafe fn gathered_array<T: Scalar>(&self, slot: usize) -> GatheredArray<'a, T> {
+        let raw = self.raw(slot).unwrap_or(RawArray::MISSING);
+        // `exclusive_cubes` checked the alignment of every array of the run.
+        GatheredArray {
+            ptr: raw.ptr.cast::<T>(),
+            len: u32::try_from(raw.len / size_of::<T>().max(1)).unwrap_or(u32::MAX),
+            slot,
+            monitor: self.monitor(),
+        }
+    }
+}
+
+impl<T: Scalar> GatheredArray<'_, T> {
+    /// Element `index`, which must be below `len`.
+    ///
+    /// # Safety
+    /// `index < self.len`.
+    #[inline(always)]
+    unsafe fn read(&self, index: u32) -> T {
+        // SAFETY: the caller keeps `index` below the length `gathered_array` took from the
+        // buffer.
+        unsafe { Self::read_at(self.ptr.add(index as usize)) }
+    }
+
+    /// The element at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is an element of the array (below its length).
+    #[inline(always)]
+    unsafe fn read_at(ptr: *const T) -> T {
+        // SAFETY: the caller passes an element of the buffer; no unit of the launch writes
+        // the array (`gathered_array`'s contract). The bits become a T through `from_bits`,
+        // so any bit pattern is a valid value.
+        unsafe {
+            match size_of::<T>() {
+                1 => T::from_bits(u64::from(ptr.cast::<u8>().read())),
+                2 => T::from_bits(u64::from(ptr.cast::<u16>().read())),
+                4 => T::from_bits(u64::from(ptr.cast::<u32>().read())),
+                8 => T::from_bits(ptr.cast::<u64>().read()),
+                _ => ptr.read(),
+            }
+        }
+    }
+
+    /// Elements `first .. first + N` into `line`, each checked (out of bounds: zero, and
+    /// reported as made at `at`). Never inlined: the caller reads the line back from
+    /// memory, so its fast path's line stays one vector load.
+    #[cold]
+    #[inline(never)]
+    fn fill_slowly<const N: usize>(
+        &self,
+        first: u32,
+        line: &mut [T; N],
+        at: &std::panic::Location<'_>,
+    ) {
+        for (k, element) in line.iter_mut().enumerate() {
+            let index = first.saturating_add(k as u32);
+            *element = if index < self.len {
+                // SAFETY: `index < len`.
+                unsafe { self.read(index) }
+            } else {
+                self.out_of_bounds(index, at);
+                T::default()
+            };
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn out_of_bounds(&self, index: u32, at: &std::panic::Location<'_>) {
+        self.monitor
+            .out_of_bounds(self.slot, u64::from(index), u64::from(self.len), false, at);
+    }
+}
+
+impl<T: Scalar> Indexable for GatheredArray<'_, T> {
+    type Elem = T;
+
+    #[inline(always)]
+    fn len(&self) -> u32 {
+        self.len
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn load(&self, index: u32) -> T {
+        if index < self.len {
+            // SAFETY: `index < len`.
+            unsafe { self.read(index) }
+        } else {
+            self.out_of_bounds(index, std::panic::Location::caller());
+            T::default()
+        }
+    }
+
+    /// Never called: the macro finds only arrays the kernel can't write gathered.
+    #[inline(always)]
+    #[track_caller]
+    fn store(&mut self, index: u32, _: T) {
+        self.monitor.kernel_error(&format!(
+            "a store to element {index} of read-only buffer {}",
+            self.slot
+        ));
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn load_run<const N: usize>(&self, first: u32) -> [T; N] {
+        let mut slow = [T::default(); N];
+        if T::ELEM == crate::ElemType::Bool {
+            for (k, element) in slow.iter_mut().enumerate() {
+                *element = self.load(first.saturating_add(k as u32));
+            }
+            return slow;
+        }
+        // The line is read from the array where it is inside, else from `slow`, filled
+        // element by element: one load from either address, so the compiler keeps the
+        // line in a vector register (a branch joining two loaded arrays would split it
+        // into its elements).
+        let inside = u64::from(first) + N as u64 <= u64::from(self.len);
+        let source: *const [T; N] = if inside {
+            // SAFETY: `first + N <= len`: the elements are in the buffer.
+            unsafe { self.ptr.add(first as usize) }.cast()
+        } else {
+            self.fill_slowly(first, &mut slow, std::panic::Location::caller());
+            slow.as_ptr().cast()
+        };
+        // SAFETY: `source` is the line inside the buffer (no unit of the launch writes it:
+        // `gathered_array`'s contract) or `slow`; every bit pattern is a value of the
+        // non-boolean scalar types (integers, floats, halves).
+        unsafe { source.read_unaligned() }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,6 +549,7 @@ mod tests {
             slot,
             elem_size: 4,
             written,
+            gathered: false,
         }
     }
 
@@ -438,6 +614,54 @@ mod tests {
         let mut far = first_cube(u32::MAX);
         far.cube_pos.0 = u32::MAX / 4;
         assert!(exclusive_cubes(&far, 2, &args, 1, &[], &[]).is_none());
+    }
+
+    #[test]
+    fn gathered_arrays_must_be_apart_from_written_ones_but_bound_nothing() {
+        let mut memory = vec![0u32; 64];
+        let (table, out) = (view(&mut memory, 0, 4), view(&mut memory, 16, 16));
+        let gathered = ExclusiveParam {
+            gathered: true,
+            ..param(0, false)
+        };
+        let params = [gathered, param(1, true)];
+        let buffers = [table, out];
+        // SAFETY: the views are inside `memory`, which outlives `args`.
+        let args = unsafe { Args::new(&buffers, &[], &Quiet) };
+        // A 4-element table doesn't stop 16 units: its loads are checked.
+        let run = exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[]).unwrap();
+        assert_eq!((run.end, run.tail_end), (16, 16));
+        // The written array may not even be the same view as a gathered one.
+        let same = [out, out];
+        // SAFETY: as above.
+        let args = unsafe { Args::new(&same, &[], &Quiet) };
+        assert!(exclusive_cubes(&first_cube(4), 4, &args, 1, &params, &[]).is_none());
+    }
+
+    #[test]
+    fn gathered_loads_are_checked_and_lines_read_whole_or_element_by_element() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        struct Count(AtomicU32);
+        impl AccessMonitor for Count {
+            fn out_of_bounds(&self, _: usize, _: u64, _: u64, _: bool, _: &Location<'_>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+            fn kernel_error(&self, _: &str) {}
+            fn data_race(&self, _: &str) {}
+        }
+        let mut memory: Vec<u32> = (0..10).collect();
+        let buffers = [view(&mut memory, 0, 10)];
+        let count = Count(AtomicU32::new(0));
+        // SAFETY: the view is inside `memory`, which outlives `args`.
+        let args = unsafe { Args::new(&buffers, &[], &count) };
+        // SAFETY: nothing writes the array.
+        let table = unsafe { args.gathered_array::<u32>(0) };
+        assert_eq!(table.load(9), 9);
+        assert_eq!(table.load(10), 0);
+        assert_eq!(table.load_run::<4>(4), [4, 5, 6, 7]);
+        assert_eq!(table.load_run::<4>(8), [8, 9, 0, 0]);
+        assert_eq!(table.load_run::<2>(u32::MAX), [0, 0]);
+        assert_eq!(count.0.load(Ordering::Relaxed), 5);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! A line is `N` consecutive elements (`i * N .. i * N + N`) moved as one local array
 //! `[T; N]`. Natively each element goes through the array's checked access (an element out
 //! of bounds is reported and loads zero), in a fixed-size loop the compiler unrolls and
-//! vectorizes; the GPU backends turn the line into vector loads and stores.
+//! vectorizes (a gathered array of the exclusive body checks the line once:
+//! `Indexable::load_run`); the GPU backends turn the line into vector loads and stores.
 
 use super::Indexable;
 
@@ -18,12 +19,7 @@ fn first<const N: usize>(line: u32) -> u32 {
 #[inline]
 #[track_caller]
 pub fn load_line<A: Indexable, const N: usize>(array: &A, line: u32) -> [A::Elem; N] {
-    let first = first::<N>(line);
-    let mut out = [A::Elem::default(); N];
-    for (k, element) in out.iter_mut().enumerate() {
-        *element = array.load(first.saturating_add(k as u32));
-    }
-    out
+    array.load_run::<N>(first::<N>(line))
 }
 
 /// `y.set_line(i, v)`: stores `value` to elements `i * N .. i * N + N` of `array`.

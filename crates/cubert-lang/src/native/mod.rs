@@ -24,7 +24,9 @@ pub use cooperative::{
     PLANE_DIM, SharedMemory, plane_all, plane_any, plane_broadcast, plane_max, plane_min,
     plane_shuffle, plane_sum, run_cube_cooperative, shared_array, sync_cube,
 };
-pub use exclusive::{ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, exclusive_cubes};
+pub use exclusive::{
+    ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, GatheredArray, exclusive_cubes,
+};
 pub use line::{load_line, store_line};
 pub use ops::*;
 pub use tensor::{Tensor, rank, shape, stride};

@@ -178,6 +178,35 @@ pub fn cast<T: Scalar, S: Scalar>(value: S) -> T {
     T::narrow(value.widen())
 }
 
+/// The values of `start .. end`, by one: `range(start, end, 1, false)` as a loop the
+/// compiler counts (a value below `end` always has a successor, so no wrap can end it).
+#[inline]
+pub fn range_by_one<T: Int>(start: T, end: T) -> RangeByOne<T> {
+    RangeByOne { next: start, end }
+}
+
+/// The iterator of [`range_by_one`].
+#[derive(Clone, Debug)]
+pub struct RangeByOne<T> {
+    next: T,
+    end: T,
+}
+
+impl<T: Int> Iterator for RangeByOne<T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.next < self.end {
+            let value = self.next;
+            self.next = T::add(value, T::from_i128(1));
+            Some(value)
+        } else {
+            None
+        }
+    }
+}
+
 /// The values of `start .. end` (or `..= end`) by `step`; a zero step counts as 1, so a
 /// loop always ends (the generated GPU code does the same).
 #[inline]

@@ -26,7 +26,7 @@ use crate::handle::Handle;
 use crate::kernel::StandardVariant;
 use crate::kernel::standard::StandardKernel;
 use crate::kernel::{CubeCount, KernelArguments, KernelMetadata, MetadataBindingInfo};
-use crate::ops::{self, spread_cube_count};
+use crate::ops;
 use crate::runtime::Runtime;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -143,14 +143,14 @@ pub fn reduce_sum_variant<R: Runtime>(
         return ops::reduce_sum(client, input, out, *rows, *cols, *elem);
     }
     ops::check_reduce_sum(input, out, *rows, *cols, *elem)?;
-    let cubes = spread_cube_count(client.properties(), *rows as u64, variant.tile.0);
-    launch(
+    let kernel = R::standard_kernel_variant(StandardKernel::ReduceSum(*elem), &variant.name)?;
+    ops::launch_reduce_sum(
         client,
-        StandardKernel::ReduceSum(*elem),
-        variant,
-        &[input, out],
-        vec![*rows as u64, *cols as u64],
-        CubeCount::new_1d(cubes),
+        kernel,
+        (input, out),
+        (*rows, *cols),
+        *elem,
+        variant.tile.0,
     )
 }
 

@@ -8,9 +8,11 @@
 
 use super::StandardKernel;
 use super::elementwise::{binary, binary_lines, cast, copy, fill, noop};
+use super::reduce::{RowSplit, reduce_sum_definition};
 use crate::elem::ElemType;
 use crate::error::LaunchError;
 use crate::kernel::CubeDim;
+use crate::kernel::StandardVariant;
 use crate::lang::KernelDefinition;
 use crate::runtime::Runtime;
 use crate::server::ComputeServer;
@@ -156,7 +158,11 @@ pub fn lines_definition(kernel: StandardKernel) -> Option<KernelDefinition> {
     Some(definition.renamed(name.clone(), name))
 }
 
-type BuiltKernels = HashMap<(TypeId, StandardKernel, bool), Box<dyn Any + Send>>;
+/// Built kernels by runtime, standard kernel and variant (`""` for the standard kernel).
+type BuiltKernels = HashMap<(TypeId, StandardKernel, String), Box<dyn Any + Send>>;
+
+/// The variant key of the lines kernels ([`lines_kernel`]).
+const LINES: &str = "lines";
 
 /// The kernel of [`lines_definition`] built for runtime `R`, once per process.
 ///
@@ -165,7 +171,7 @@ type BuiltKernels = HashMap<(TypeId, StandardKernel, bool), Box<dyn Any + Send>>
 pub fn lines_kernel<R: Runtime>(
     kernel: StandardKernel,
 ) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
-    built::<R>(kernel, true, || {
+    built::<R>(kernel, LINES, || {
         Ok(lines_definition(kernel).map(|definition| (definition, ELEMENTWISE_CUBE_DIM)))
     })
 }
@@ -178,7 +184,7 @@ pub fn lines_kernel<R: Runtime>(
 pub fn standard_kernel<R: Runtime>(
     kernel: StandardKernel,
 ) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
-    built::<R>(kernel, false, || definition(kernel))
+    built::<R>(kernel, "", || definition(kernel))
 }
 
 /// [`standard_kernel`], with a missing kernel (reduce-sum and matmul, which the backends
@@ -198,16 +204,40 @@ pub fn built_standard_kernel<R: Runtime>(
     })
 }
 
+/// Variant `variant` of the reduce-sum of `elem`, split among units as `split` (the
+/// backend's table says which split each of its variants is), built for runtime `R` once
+/// per process. Named after the kernel (`reduce_sum_f32`) for the default variant, after
+/// the kernel and the variant (`reduce_sum_f32/b256v4`) for the others.
+///
+/// # Errors
+/// As [`reduce_sum_definition`], or the runtime's build error.
+pub fn reduce_sum_kernel<R: Runtime>(
+    elem: ElemType,
+    variant: &str,
+    split: RowSplit,
+) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
+    let kernel = StandardKernel::ReduceSum(elem);
+    let built = built::<R>(kernel, variant, || {
+        let name = if variant == StandardVariant::DEFAULT {
+            kernel.name()
+        } else {
+            format!("{kernel}/{variant}")
+        };
+        reduce_sum_definition(elem, split, &name).map(Some)
+    })?;
+    built.ok_or_else(|| LaunchError::unknown(format!("`{kernel}` has no kernel")))
+}
+
 /// The kernel `define` describes, built for `R` once per process and cached under
-/// (`R`, `kernel`, `lines`).
+/// (`R`, `kernel`, `variant`).
 fn built<R: Runtime>(
     kernel: StandardKernel,
-    lines: bool,
+    variant: &str,
     define: impl FnOnce() -> Result<Option<(KernelDefinition, CubeDim)>, LaunchError>,
 ) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
     static BUILT: OnceLock<Mutex<BuiltKernels>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (TypeId::of::<R>(), kernel, lines);
+    let key = (TypeId::of::<R>(), kernel, variant.to_string());
     let lock = || built.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(found) = lock()
         .get(&key)

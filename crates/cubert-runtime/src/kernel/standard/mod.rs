@@ -10,20 +10,37 @@
 //! The elementwise kernels (and the empty one) are written once, in the kernel language
 //! (`elementwise`), and built for every runtime by [`standard_kernel`]; that calling
 //! convention is the language's own (arrays are the buffers in order, scalars the info
-//! words in order). Reduce-sum and matmul are still written per backend.
+//! words in order). Reduce-sum is written once too (`reduce`), in two kernels that share
+//! rows among units differently; each backend's variants pick one and a cube size
+//! ([`RowSplit`]) and build it with [`reduce_sum_kernel`]. Matmul is still written per
+//! backend.
 
 mod build;
 pub mod elementwise;
+pub mod reduce;
 
 pub use build::{
     ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
-    standard_kernel,
+    reduce_sum_kernel, standard_kernel,
 };
+pub use reduce::{RowSplit, reduce_sum_definition};
 
 use crate::elem::ElemType;
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+// The maps and the unit-per-row reduce must take the CPU's exclusive fast path: a kernel the
+// macro can't prove exclusive runs the checked body, about half as fast (a name bound twice
+// in the body is enough to lose it), so losing it fails the build.
+const _: () = {
+    assert!(elementwise::fill::IS_EXCLUSIVE);
+    assert!(elementwise::copy::IS_EXCLUSIVE);
+    assert!(elementwise::cast::IS_EXCLUSIVE);
+    assert!(elementwise::binary::IS_EXCLUSIVE);
+    assert!(elementwise::binary_lines::IS_EXCLUSIVE);
+    assert!(reduce::reduce_rows_by_unit::IS_EXCLUSIVE);
+};
 
 /// A standard kernel and the element types it works on.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -46,8 +63,9 @@ pub enum StandardKernel {
     /// `out[i] = lhs[i] * rhs[i]` for `i < len`. Buffers `[lhs, rhs, out]`; info `[len]`.
     Mul(ElemType),
     /// `out[r] = sum(input[r * cols .. (r + 1) * cols])` for `r < rows`: the sum of each row
-    /// of a row-major matrix. Buffers `[input, out]`; info `[rows, cols]`. One cube per row
-    /// (rows beyond the cube count are handled by striding).
+    /// of a row-major matrix. Buffers `[input, out]`; info `[rows, cols]`. The default
+    /// kernel of every backend sums one row per cube (rows beyond the cube count are
+    /// handled by striding); halves accumulate in `f32`, integers wrap.
     ReduceSum(ElemType),
     /// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n). Buffers
     /// `[lhs, rhs, out]`; info `[m, k, n]`.
