@@ -291,13 +291,36 @@ impl Printer<'_> {
                 self.depth += 1;
                 self.line(&format!("{ty} s_{var} = {step}; {positive}"));
                 self.line(&format!("{ty} e_{var} = {end};"));
-                self.line(&format!("{var} = {start};"));
-                self.line(&format!("if ({var} {compare} e_{var}) do {{"));
-                self.nested(body)?;
-                self.line(&format!(
-                    "}} while (cubert_lang::advance<{ty}, {}>({var}, s_{var}, e_{var}, {inclusive}));",
-                    wrapping(elem)
-                ));
+                if *inclusive {
+                    // `..=` may run to the type's last value: count by stepping, stopping
+                    // at a wrap.
+                    self.line(&format!("{var} = {start};"));
+                    self.line(&format!("if ({var} {compare} e_{var}) do {{"));
+                    self.nested(body)?;
+                    self.line(&format!(
+                        "}} while (cubert_lang::advance<{ty}, {}>({var}, s_{var}, e_{var}, {inclusive}));",
+                        wrapping(elem)
+                    ));
+                } else {
+                    // `a..b`: the trip count first (it can't overflow: at most `b - a`),
+                    // then a counted loop, which the compiler unrolls and pipelines (several
+                    // loads in flight per unit); the counter is rebuilt from it each trip.
+                    let unsigned = wrapping(elem);
+                    self.line(&format!("{ty} b_{var} = {start};"));
+                    self.line(&format!(
+                        "{unsigned} n_{var} = b_{var} < e_{var} ? ({unsigned})(({unsigned})e_{var} - ({unsigned})b_{var} - 1u) / ({unsigned})s_{var} + 1u : 0u;"
+                    ));
+                    self.line(&format!(
+                        "for ({unsigned} t_{var} = 0; t_{var} < n_{var}; ++t_{var}) {{"
+                    ));
+                    self.depth += 1;
+                    self.line(&format!(
+                        "{var} = ({ty})(({unsigned})b_{var} + t_{var} * ({unsigned})s_{var});"
+                    ));
+                    self.depth -= 1;
+                    self.nested(body)?;
+                    self.line("}");
+                }
                 self.depth -= 1;
                 self.line("}");
             }

@@ -11,7 +11,8 @@
 //!   slices would.
 //! - [`reduce_rows_shared`]: the units of a plane (32) or of a whole cube sum one row
 //!   together, each a strided share (by lines of 4 where `lines`), then fold their sums
-//!   with `plane_sum` and, for a cube, through shared memory: what GPUs want.
+//!   across each plane by a butterfly of shuffles and, for a cube, through shared memory:
+//!   what GPUs want.
 //!
 //! Sums accumulate in `A`: `f32` for the half types, the element type itself otherwise
 //! (integers wrap). Each kernel is correct for any grid (rows are strided over the units
@@ -104,8 +105,8 @@ pub fn reduce_rows_by_unit<T: Numeric, A: Numeric>(
 /// or the whole cube (`per_cube`: cube `c` takes rows `c, c + count, ...`; at most 1024
 /// units). Unit `g` of the group adds elements `g, g + G, ...` of the row (or, with
 /// `lines`, its lines of 4, with the elements before the first whole line and after the
-/// last added one by one), the group folds its sums with `plane_sum` and, for a cube, the
-/// planes' sums through shared memory.
+/// last added one by one), the group folds its sums across each plane by a butterfly of
+/// shuffles and, for a cube, the planes' sums through shared memory.
 #[cubert_macros::kernel(crate = crate)]
 pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
     input: &Array<T>,
@@ -161,7 +162,13 @@ pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
                 sum += input[(start + c).min(4294967295u64) as u32] as A;
             }
         }
-        sum = plane_sum(sum);
+        // The plane's sum by a butterfly (5 shuffles; `plane_sum` folds in lane order, 32):
+        // every lane ends with the same bits, lanes past the cube's end give zero.
+        sum += plane_shuffle(sum, UNIT_POS_PLANE ^ 16u32);
+        sum += plane_shuffle(sum, UNIT_POS_PLANE ^ 8u32);
+        sum += plane_shuffle(sum, UNIT_POS_PLANE ^ 4u32);
+        sum += plane_shuffle(sum, UNIT_POS_PLANE ^ 2u32);
+        sum += plane_shuffle(sum, UNIT_POS_PLANE ^ 1u32);
         if per_cube {
             if UNIT_POS_PLANE == 0 {
                 plane_sums[UNIT_POS / PLANE_DIM] = sum;
@@ -172,7 +179,11 @@ pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
                 if UNIT_POS < (CUBE_DIM + PLANE_DIM - 1) / PLANE_DIM {
                     total = plane_sums[UNIT_POS];
                 }
-                total = plane_sum(total);
+                total += plane_shuffle(total, UNIT_POS_PLANE ^ 16u32);
+                total += plane_shuffle(total, UNIT_POS_PLANE ^ 8u32);
+                total += plane_shuffle(total, UNIT_POS_PLANE ^ 4u32);
+                total += plane_shuffle(total, UNIT_POS_PLANE ^ 2u32);
+                total += plane_shuffle(total, UNIT_POS_PLANE ^ 1u32);
                 if UNIT_POS == 0 {
                     out[row] = total as T;
                 }
