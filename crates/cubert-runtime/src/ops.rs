@@ -59,6 +59,20 @@ pub fn elementwise_cube_count(
         .clamp(1, u64::from(properties.hardware.max_cube_count.0.max(1))) as u32
 }
 
+/// Cubes for a reduce-sum kernel over `rows` rows, `rows_per_cube` per cube. On a CPU, one
+/// cube per `rows_per_cube` rows: the unit-per-row kernel takes the exclusive fast path only
+/// on a grid of a unit per row (the executor runs cubes in runs anyway). On a GPU, as many
+/// cubes as [`spread_cube_count`] gives (32 per multiprocessor at most), each striding
+/// over its share of rows: a block per few short rows would spend more on starting blocks
+/// than on summing.
+pub fn reduce_cube_count(properties: &DeviceProperties, rows: u64, rows_per_cube: u32) -> u32 {
+    if properties.hardware.num_cpu_cores.is_some() {
+        elementwise_cube_count(properties, rows, rows_per_cube)
+    } else {
+        spread_cube_count(properties, rows, rows_per_cube)
+    }
+}
+
 /// Most elements one launch of an elementwise kernel covers: kernels index with `u32`, so
 /// the helpers split longer calls into launches over views of this many elements.
 pub const ELEMENTS_PER_LAUNCH: usize = 1 << 31;
@@ -360,7 +374,7 @@ pub fn launch_reduce_sum<R: Runtime>(
         )));
     }
     let launch = |input: &Handle, out: &Handle, rows: usize| {
-        let cubes = elementwise_cube_count(client.properties(), rows as u64, rows_per_cube);
+        let cubes = reduce_cube_count(client.properties(), rows as u64, rows_per_cube);
         let arguments = KernelArguments::new()
             .with_buffers(vec![input.to_binding(), out.to_binding()])
             .with_info(MetadataBindingInfo::custom(vec![word(rows), word(cols)]));

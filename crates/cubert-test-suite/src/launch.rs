@@ -495,7 +495,7 @@ pub fn reduce_sum_splits_sum_every_row_for_any_grid<B: TestBackend>() {
         out
     };
     for split in splits {
-        for (rows, cols) in [(5, 13), (3, 100), (7, 1), (2, 67)] {
+        for (rows, cols) in [(5, 13), (3, 100), (7, 1), (2, 67), (3, 2101)] {
             let values: Vec<i8> = (0..rows * cols).map(|i| (i * 37 % 255) as i8).collect();
             let input = upload::<B, i8>(&client, &values);
             let want: Vec<i8> = values

@@ -104,8 +104,8 @@ pub fn reduce_rows_by_unit<T: Numeric, A: Numeric>(
 /// the grid's `P` takes rows `p, p + P, ...`; the cube's units must be a multiple of 32)
 /// or the whole cube (`per_cube`: cube `c` takes rows `c, c + count, ...`; at most 1024
 /// units). Unit `g` of the group adds elements `g, g + G, ...` of the row (or, with
-/// `lines`, its lines of 4, with the elements before the first whole line and after the
-/// last added one by one), the group folds its sums across each plane by a butterfly of
+/// `lines`, its lines of 4, four lines per trip into four sums, with the elements before
+/// the first whole line and after the last added one by one), the group folds its sums across each plane by a butterfly of
 /// shuffles and, for a cube, the planes' sums through shared memory.
 #[cubert_macros::kernel(crate = crate)]
 pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
@@ -140,13 +140,32 @@ pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
                 for i in (first + group_unit..head_end).step_by(group_units) {
                     sum += input[i] as A;
                 }
-                for l in (head_end / 4u32 + group_unit..end / 4u32).step_by(group_units) {
-                    let line = input.line::<4>(l);
-                    sum += line[0] as A;
-                    sum += line[1] as A;
-                    sum += line[2] as A;
-                    sum += line[3] as A;
+                // Four lines per trip, into four sums: four loads in flight per unit.
+                let first_line = head_end / 4u32 + group_unit;
+                let lines_end = end / 4u32;
+                let quad = group_units * 4u32;
+                let mut quads_end = first_line;
+                if lines_end > first_line {
+                    quads_end = first_line + (lines_end - first_line) / quad * quad;
                 }
+                let mut sum1 = 0u32 as A;
+                let mut sum2 = 0u32 as A;
+                let mut sum3 = 0u32 as A;
+                for l in (first_line..quads_end).step_by(quad) {
+                    let line0 = input.line::<4>(l);
+                    let line1 = input.line::<4>(l + group_units);
+                    let line2 = input.line::<4>(l + group_units * 2u32);
+                    let line3 = input.line::<4>(l + group_units * 3u32);
+                    sum += (line0[0] as A + line0[1] as A) + (line0[2] as A + line0[3] as A);
+                    sum1 += (line1[0] as A + line1[1] as A) + (line1[2] as A + line1[3] as A);
+                    sum2 += (line2[0] as A + line2[1] as A) + (line2[2] as A + line2[3] as A);
+                    sum3 += (line3[0] as A + line3[1] as A) + (line3[2] as A + line3[3] as A);
+                }
+                for l in (quads_end..lines_end).step_by(group_units) {
+                    let line = input.line::<4>(l);
+                    sum += (line[0] as A + line[1] as A) + (line[2] as A + line[3] as A);
+                }
+                sum += (sum1 + sum2) + sum3;
                 for i in ((end / 4u32 * 4u32).max(head_end) + group_unit..end).step_by(group_units)
                 {
                     sum += input[i] as A;
