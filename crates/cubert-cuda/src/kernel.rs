@@ -300,6 +300,17 @@ impl CudaKernel {
     }
 
     fn rebuild(&self, cube_dim: CubeDim, shared_memory: usize, options: Vec<String>) -> Self {
+        // A generated kernel's register bound follows its cube dim.
+        let options = options
+            .into_iter()
+            .map(|option| {
+                if option.starts_with(crate::lang::UNITS_PER_CUBE) {
+                    crate::lang::units_per_cube_option(cube_dim)
+                } else {
+                    option
+                }
+            })
+            .collect();
         Self::build(
             self.inner.name.to_string(),
             self.inner.entry.clone(),

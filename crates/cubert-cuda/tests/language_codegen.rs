@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cubert_cuda::lang::{entry_name, generate};
+use cubert_cuda::lang::{entry_name, generate, units_per_cube_option};
 use cubert_cuda::standard_kernels::reduce_sum_splits;
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
-use cubert_runtime::ExecutionMode;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::standard::{self, RowSplit, StandardKernel};
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
+use cubert_runtime::{CubeDim, ExecutionMode};
 
 #[cubert_macros::kernel(crate = cubert_runtime)]
 fn saxpy<F: Float>(a: F, x: &Array<F>, y: &mut Array<F>) {
@@ -204,7 +204,10 @@ fn every_test_kernel_expands_and_generates_cuda() {
         let ir = definition.ir().unwrap_or_else(|error| panic!("{error}"));
         let entry = entry_name(definition.name(), definition.id());
         let source = generate(ir, &entry).unwrap_or_else(|error| panic!("{error}"));
-        assert!(source.contains(&format!("void {entry}(")), "{source}");
+        assert!(
+            source.contains(&format!("void CUBERT_LAUNCH_BOUNDS {entry}(")),
+            "{source}"
+        );
     }
 }
 
@@ -219,7 +222,12 @@ fn every_test_kernel_compiles_for_sm_90() {
         let entry = entry_name(definition.name(), definition.id());
         let source = generate(ir, &entry).unwrap();
         for mode in [ExecutionMode::Checked, ExecutionMode::Unchecked] {
-            let options = nvrtc_options((9, 0), mode, &[]);
+            // Unchecked builds also bound the registers, as a launch of 256 units would.
+            let extra = match mode {
+                ExecutionMode::Unchecked => vec![units_per_cube_option(CubeDim::new_1d(256))],
+                _ => Vec::new(),
+            };
+            let options = nvrtc_options((9, 0), mode, &extra);
             if let Err(log) = compile_cuda(&entry, &source, &options) {
                 failures.push(format!("{} ({mode:?}):\n{log}\n{source}", definition.id()));
             }

@@ -91,9 +91,20 @@ struct TuneReport {
 /// Runs `cubert bench tune` on the default device of `backend`.
 ///
 /// # Errors
-/// A usage error if the backend isn't built in; the device's start error; a JSON report
+/// A usage error for a shape of the wrong form or if the backend isn't built in; the device's start error; a JSON report
 /// that can't be written.
 pub fn run(backend: Backend, args: TuneArgs) -> CliResult<ExitCode> {
+    let (sizes, form) = match args.kernel {
+        TunedKernel::Matmul => (3, "MxKxN"),
+        TunedKernel::ReduceSum => (2, "ROWSxCOLS"),
+    };
+    if let Some(shape) = args.shapes.iter().find(|shape| shape.0.len() != sizes) {
+        let text: Vec<String> = shape.0.iter().map(ToString::to_string).collect();
+        return Err(CliError::usage(format!(
+            "`{}` is not a shape of this kernel: {form}",
+            text.join("x")
+        )));
+    }
     let failures = run_on_default_device(backend, TuneJob { args })?;
     Ok(if failures == 0 {
         ExitCode::SUCCESS

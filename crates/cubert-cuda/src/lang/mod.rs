@@ -52,7 +52,10 @@ pub fn language_kernel(
     };
     let kernel = CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
         .with_args_capacity(ArgsCapacity::new(arrays, info))
-        .with_options(vec!["--fmad=false".to_string()]);
+        .with_options(vec![
+            "--fmad=false".to_string(),
+            units_per_cube_option(cube_dim),
+        ]);
     // Shared arrays live in dynamic shared memory: the launch checks the size against the
     // device's limit and raises the function's limit past the static 48 KiB.
     let shared = ir.shared_memory_bytes();
@@ -62,6 +65,15 @@ pub fn language_kernel(
         kernel
     })
 }
+
+/// The compile option that bounds a generated kernel's registers to what `cube_dim` units
+/// per cube may use (`__launch_bounds__`); `CudaKernel::with_cube_dim` rewrites it.
+pub fn units_per_cube_option(cube_dim: CubeDim) -> String {
+    format!("{UNITS_PER_CUBE}{}", cube_dim.num_elems())
+}
+
+/// The prefix of [`units_per_cube_option`].
+pub const UNITS_PER_CUBE: &str = "-DCUBERT_UNITS_PER_CUBE=";
 
 /// A C identifier for the specialization: the kernel's name (its characters that C
 /// allows) and a hash of the full id.
