@@ -5,8 +5,7 @@
 //! tries are `libnccl.so`, `libnccl.so.13`, `libnccl.so.12`, ... (see
 //! `cudarc::get_lib_name_candidates`), not `libnccl.so.2`, which is the only name the NCCL
 //! of pip's `nvidia-nccl` wheels (and of many system installs) has: put a `libnccl.so`
-//! symlink to it in a directory on `LD_LIBRARY_PATH` (`scripts/gpu-test` does this in the
-//! bundle). The error says so.
+//! symlink to it in a directory on `LD_LIBRARY_PATH`. The error says so.
 //!
 //! The collective element types map to NCCL's; `Sum` is `ncclSum` and `Mean` is `ncclAvg`
 //! (for integers NCCL sums in the element type, then divides rounding toward zero).

@@ -111,8 +111,8 @@
 //! # Your own kernels
 //!
 //! Write a kernel once in Rust with [`#[kernel]`](macro@kernel); it runs natively on the CPU and as CUDA
-//! C++ on NVIDIA GPUs, with the same results ([`lang`] and `docs/kernel-language.md` list
-//! the language: element-type generics, compile-time parameters, control flow, math,
+//! C++ on NVIDIA GPUs, with the same results ([`lang`] lists the language: element-type
+//! generics, compile-time parameters, control flow, math,
 //! shared memory and `sync_cube`, plane operations, atomics, lines, tensors).
 //!
 //! ```
@@ -152,8 +152,8 @@ pub use backend::{
 };
 pub use cubert_runtime::*;
 
-/// Makes a function a kernel of the language, run on every backend: see [`lang`] and
-/// `docs/kernel-language.md`.
+/// Makes a function a kernel of the language, run on every backend: see [`lang`] for what
+/// a kernel may contain.
 pub use cubert_macros::kernel;
 
 /// The CPU backend.

@@ -228,8 +228,7 @@ pub enum Operation {
     Math(MathOp, Value),
     /// `a * b + c`, rounded once for floats.
     Fma(Value, Value, Value),
-    /// A conversion to `to` (saturating float to integer, NaN gives 0; see
-    /// docs/kernel-language.md).
+    /// A conversion to `to` (saturating float to integer, NaN gives 0, as Rust's `as`).
     Cast(Value, ElemType),
     /// `cond ? a : b`, both evaluated.
     Select(Value, Value, Value),
