@@ -7,7 +7,7 @@ use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::{
     CubeCount, CubeCountSelection, CubeDim, ElemType, Element, KernelArguments,
-    MetadataBindingInfo, Runtime, ops,
+    MetadataBindingInfo, Runtime, ServerError, ops,
 };
 
 fn copy_arguments(
@@ -520,6 +520,23 @@ pub fn reduce_sum_splits_sum_every_row_for_any_grid<B: TestBackend>() {
                 );
             }
         }
+        // A row past the input's end (a launch built by hand, past `ops`' checks) is
+        // summed up to the end and reported as out of bounds.
+        let short = upload::<B, i8>(&client, &[1i8; 30]);
+        let (definition, cube_dim) =
+            reduce_sum_definition(ElemType::I8, split, "reduce_sum_short").unwrap();
+        let kernel = B::R::language_kernel(&definition, cube_dim).unwrap();
+        let out = client.empty(3).unwrap();
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![short.to_binding(), out.to_binding()])
+            .with_info(MetadataBindingInfo::custom(vec![3, 13]));
+        client
+            .launch(kernel, CubeCount::new_1d(2), arguments)
+            .unwrap();
+        assert!(
+            matches!(client.sync(), Err(ServerError::OutOfBounds { .. })),
+            "{split:?}: a row past the input's end is reported"
+        );
         let ones = vec![half::f16::ONE; 2 * 4097];
         let input = upload::<B, half::f16>(&client, &ones);
         let out = run(ElemType::F16, split, &input, 2, 4097, 2);
