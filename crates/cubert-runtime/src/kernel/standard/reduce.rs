@@ -129,23 +129,14 @@ pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
         first_row = CUBE_POS;
         row_step = CUBE_COUNT;
     }
-    // Whether every row the loop visits lies inside the input (the usual case, checked
-    // once): then a row starts at `row * cols` in `u32` and needs no test of its own.
-    let cols32 = cols.min(4294967295u64) as u32;
-    let all_inside = cols <= len && rows_end as u64 * cols <= len;
     for row in (first_row..rows_end).step_by(row_step) {
-        let mut first = row * cols32;
-        let mut inside = all_inside;
-        if !all_inside {
-            let start = row as u64 * cols;
-            inside = cols <= len && start + cols <= len;
-            first = start as u32;
-        }
+        let start = row as u64 * cols;
         let mut sum = 0u32 as A;
-        if inside {
-            let end = first + cols32;
+        if cols <= len && start + cols <= len {
+            let first = start as u32;
+            let end = (start + cols) as u32;
             if lines {
-                let head_end = first + ((4u32 - first % 4u32) % 4u32).min(cols32);
+                let head_end = ((start + 3u64) / 4u64 * 4u64).min(start + cols) as u32;
                 for i in (first + group_unit..head_end).step_by(group_units) {
                     sum += input[i] as A;
                 }
@@ -186,7 +177,6 @@ pub fn reduce_rows_shared<T: Numeric, A: Numeric>(
             }
         } else {
             // Not wholly inside the input: up to one element past its end.
-            let start = row as u64 * cols;
             for c in (group_unit as u64..cols.min(len + 1u64)).step_by(group_units as u64) {
                 sum += input[(start + c).min(4294967295u64) as u32] as A;
             }
