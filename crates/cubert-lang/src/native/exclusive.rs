@@ -272,6 +272,27 @@ impl ExclusiveRun {
     }
 }
 
+/// The element at `ptr`, read plainly as its bits (so any bit pattern, a `bool` byte of 2
+/// included, becomes a valid value through `from_bits`).
+///
+/// # Safety
+/// `ptr` is an aligned element of a launch's buffer that no other thread writes during the
+/// read.
+#[inline(always)]
+unsafe fn read_plain<T: Scalar>(ptr: *const T) -> T {
+    // SAFETY: (all arms) the caller's contract: an aligned element nothing else writes;
+    // each read has T's size.
+    unsafe {
+        match size_of::<T>() {
+            1 => T::from_bits(u64::from(ptr.cast::<u8>().read())),
+            2 => T::from_bits(u64::from(ptr.cast::<u16>().read())),
+            4 => T::from_bits(u64::from(ptr.cast::<u32>().read())),
+            8 => T::from_bits(ptr.cast::<u64>().read()),
+            _ => ptr.read(),
+        }
+    }
+}
+
 /// An array parameter of a cube run that [`exclusive_cubes`] accepted: plain accesses, no
 /// bounds check (see the module docs).
 pub struct ExclusiveArray<'a, T> {
@@ -329,18 +350,8 @@ impl<T: Scalar> Indexable for ExclusiveArray<'_, T> {
     fn load(&self, index: u32) -> T {
         debug_assert!(index < self.len, "exclusive load out of bounds");
         // SAFETY: `exclusive_array`'s contract: the index is the unit's own element, in
-        // bounds, and no other thread writes it during the launch. The bits become a T
-        // through `from_bits`, so any bit pattern (a `bool` byte of 2) is a valid value.
-        unsafe {
-            let ptr = self.ptr.add(index as usize);
-            match size_of::<T>() {
-                1 => T::from_bits(u64::from(ptr.cast::<u8>().read())),
-                2 => T::from_bits(u64::from(ptr.cast::<u16>().read())),
-                4 => T::from_bits(u64::from(ptr.cast::<u32>().read())),
-                8 => T::from_bits(ptr.cast::<u64>().read()),
-                _ => ptr.read(),
-            }
-        }
+        // bounds, and no other thread writes it during the launch.
+        unsafe { read_plain(self.ptr.add(index as usize)) }
     }
 
     #[inline(always)]
@@ -408,27 +419,7 @@ impl<T: Scalar> GatheredArray<'_, T> {
     unsafe fn read(&self, index: u32) -> T {
         // SAFETY: the caller keeps `index` below the length `gathered_array` took from the
         // buffer.
-        unsafe { Self::read_at(self.ptr.add(index as usize)) }
-    }
-
-    /// The element at `ptr`.
-    ///
-    /// # Safety
-    /// `ptr` is an element of the array (below its length).
-    #[inline(always)]
-    unsafe fn read_at(ptr: *const T) -> T {
-        // SAFETY: the caller passes an element of the buffer; no unit of the launch writes
-        // the array (`gathered_array`'s contract). The bits become a T through `from_bits`,
-        // so any bit pattern is a valid value.
-        unsafe {
-            match size_of::<T>() {
-                1 => T::from_bits(u64::from(ptr.cast::<u8>().read())),
-                2 => T::from_bits(u64::from(ptr.cast::<u16>().read())),
-                4 => T::from_bits(u64::from(ptr.cast::<u32>().read())),
-                8 => T::from_bits(ptr.cast::<u64>().read()),
-                _ => ptr.read(),
-            }
-        }
+        unsafe { read_plain(self.ptr.add(index as usize)) }
     }
 
     /// Elements `first .. first + N` into `line`, each checked (out of bounds: zero, and
