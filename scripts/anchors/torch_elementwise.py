@@ -12,15 +12,7 @@ Prints, on cuda:0, the median of 10 timings (CUDA events, after 3 warm-ups):
 """
 
 import torch
-def median_ms(fn, reps=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e))
-    times.sort(); return times[len(times) // 2]
+from cuda_timing import median_ms
 x = torch.rand(1 << 30, device="cuda"); y = torch.empty_like(x)
 t = median_ms(lambda: y.copy_(x)); print("torch_d2d_copy_4GiB %.1f GB/s" % (2 * 4 * (1 << 30) / (t / 1e3) / 1e9))
 del x, y

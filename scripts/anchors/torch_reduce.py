@@ -10,20 +10,7 @@ GB/s of bytes read and written (4 x (rows x cols + rows)), as the bench counts t
 
 import sys
 import torch
-
-
-def median_ms(fn, reps=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
+from cuda_timing import median_ms
 
 
 shapes = sys.argv[1:] or ["4096x4096", "16384x16384", "1048576x64", "4194304x16", "64x4194304"]

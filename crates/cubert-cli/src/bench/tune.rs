@@ -221,49 +221,36 @@ trait TunedProblem: Clone + Send + Sync + 'static {
     fn with_out(&self, out: Handle) -> Self;
 }
 
-impl TunedProblem for MatmulProblem {
-    fn kernel(&self) -> StandardKernel {
-        StandardKernel::Matmul(self.elem)
-    }
-    fn launch<R: Runtime>(
-        &self,
-        client: &ComputeClient<R>,
-        variant: &StandardVariant,
-    ) -> Result<(), LaunchError> {
-        matmul_variant(client, variant, self)
-    }
-    fn out(&self) -> &Handle {
-        &self.out
-    }
-    fn with_out(&self, out: Handle) -> Self {
-        Self {
-            out,
-            ..self.clone()
+/// `TunedProblem` for a standard kernel's problem type: its `StandardKernel` variant and
+/// the launch helper of its variants (both problems have `elem` and `out`).
+macro_rules! tuned_problem {
+    ($problem:ty, $kernel:ident, $launch:path) => {
+        impl TunedProblem for $problem {
+            fn kernel(&self) -> StandardKernel {
+                StandardKernel::$kernel(self.elem)
+            }
+            fn launch<R: Runtime>(
+                &self,
+                client: &ComputeClient<R>,
+                variant: &StandardVariant,
+            ) -> Result<(), LaunchError> {
+                $launch(client, variant, self)
+            }
+            fn out(&self) -> &Handle {
+                &self.out
+            }
+            fn with_out(&self, out: Handle) -> Self {
+                Self {
+                    out,
+                    ..self.clone()
+                }
+            }
         }
-    }
+    };
 }
 
-impl TunedProblem for ReduceSumProblem {
-    fn kernel(&self) -> StandardKernel {
-        StandardKernel::ReduceSum(self.elem)
-    }
-    fn launch<R: Runtime>(
-        &self,
-        client: &ComputeClient<R>,
-        variant: &StandardVariant,
-    ) -> Result<(), LaunchError> {
-        reduce_sum_variant(client, variant, self)
-    }
-    fn out(&self) -> &Handle {
-        &self.out
-    }
-    fn with_out(&self, out: Handle) -> Self {
-        Self {
-            out,
-            ..self.clone()
-        }
-    }
-}
+tuned_problem!(MatmulProblem, Matmul, matmul_variant);
+tuned_problem!(ReduceSumProblem, ReduceSum, reduce_sum_variant);
 
 /// Tunes, checks and times one problem; a failed check is pushed to `failures`. `work`
 /// is the problem's FLOPs or bytes, per `rate_unit` (giga-).
