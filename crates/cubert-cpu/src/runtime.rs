@@ -36,15 +36,17 @@ impl Runtime for CpuRuntime {
         Self::enumerate_devices(CPU_DEVICE_TYPE, info)
     }
 
-    /// Reduce-sum and matmul are the backend's own; the others come from the kernel
-    /// language.
+    /// Reduce-sum and matmul are the default entries of the backend's tables (of the
+    /// language's kernels); the others come from the kernel language directly.
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CpuKernel, LaunchError> {
+        use cubert_runtime::kernel::StandardVariant;
         match kernel {
-            StandardKernel::ReduceSum(elem) => crate::standard_kernels::reduce_sum_variant(
-                elem,
-                cubert_runtime::kernel::StandardVariant::DEFAULT,
-            ),
-            StandardKernel::Matmul(_) => crate::standard_kernels::standard_kernel(kernel),
+            StandardKernel::ReduceSum(elem) => {
+                crate::standard_kernels::reduce_sum_variant(elem, StandardVariant::DEFAULT)
+            }
+            StandardKernel::Matmul(elem) => {
+                crate::standard_kernels::matmul_variant(elem, StandardVariant::DEFAULT)
+            }
             other => cubert_runtime::kernel::standard::built_standard_kernel::<Self>(other),
         }
     }

@@ -300,12 +300,12 @@ impl CudaKernel {
     }
 
     fn rebuild(&self, cube_dim: CubeDim, shared_memory: usize, options: Vec<String>) -> Self {
-        // A generated kernel's register bound follows its cube dim.
+        // A generated kernel's register bound and unit positions follow its cube dim.
         let options = options
             .into_iter()
             .map(|option| {
-                if option.starts_with(crate::lang::UNITS_PER_CUBE) {
-                    crate::lang::units_per_cube_option(cube_dim)
+                if option.starts_with(crate::lang::CUBE_DIM) {
+                    crate::lang::cube_dim_option(cube_dim)
                 } else {
                     option
                 }

@@ -34,15 +34,18 @@ impl Runtime for CudaRuntime {
         Self::enumerate_devices(CUDA_DEVICE_TYPE, info)
     }
 
-    /// Reduce-sum and matmul are the backend's own; the others come from the kernel
-    /// language.
+    /// Reduce-sum and matmul are the default entries of the backend's tables (of the
+    /// language's kernels); the others come from the kernel language directly.
     fn standard_kernel(kernel: StandardKernel) -> Result<crate::CudaKernel, LaunchError> {
         match kernel {
             StandardKernel::ReduceSum(elem) => crate::standard_kernels::reduce_sum_variant(
                 elem,
                 cubert_runtime::kernel::StandardVariant::DEFAULT,
             ),
-            StandardKernel::Matmul(_) => crate::standard_kernels::standard_kernel(kernel),
+            StandardKernel::Matmul(elem) => crate::standard_kernels::matmul_variant(
+                elem,
+                cubert_runtime::kernel::StandardVariant::DEFAULT,
+            ),
             other => cubert_runtime::kernel::standard::built_standard_kernel::<Self>(other),
         }
     }

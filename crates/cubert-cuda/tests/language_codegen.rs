@@ -4,11 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cubert_cuda::lang::{entry_name, generate, units_per_cube_option};
-use cubert_cuda::standard_kernels::reduce_sum_splits;
+use cubert_cuda::lang::{cube_dim_option, entry_name, generate};
+use cubert_cuda::standard_kernels::{matmul_tilings, reduce_sum_splits};
 use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
 use cubert_runtime::elem::ElemType;
-use cubert_runtime::kernel::standard::{self, RowSplit, StandardKernel};
+use cubert_runtime::kernel::standard::{self, MatmulTiling, RowSplit, StandardKernel};
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
 use cubert_runtime::{CubeDim, ExecutionMode};
@@ -195,6 +195,29 @@ fn definitions() -> Vec<KernelDefinition> {
             );
         }
     }
+    // Matmul: every tiling of the CUDA backend's variants and the CPU's unit-per-block
+    // kernel for f32; the default tiling and the CPU's kernel for every other numeric type,
+    // and the tiling of a unit per output for the other float types (each unrolled tile
+    // takes a second or two to compile).
+    let unit = MatmulTiling::Unit { rows: 8, cols: 4 };
+    let tilings = matmul_tilings();
+    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+        let chosen: Vec<MatmulTiling> = if elem == ElemType::F32 {
+            tilings.iter().map(|(_, tiling)| *tiling).collect()
+        } else {
+            tilings
+                .iter()
+                .filter(|(name, _)| {
+                    *name == "default" || (elem.is_float() && *name == "b16x16k16t1x1")
+                })
+                .map(|(_, tiling)| *tiling)
+                .collect()
+        };
+        for (index, tiling) in chosen.into_iter().chain([unit]).enumerate() {
+            let name = format!("matmul_{elem}_{index}");
+            all.push(standard::matmul_definition(elem, tiling, &name).unwrap().0);
+        }
+    }
     all
 }
 
@@ -224,7 +247,7 @@ fn every_test_kernel_compiles_for_sm_90() {
         for mode in [ExecutionMode::Checked, ExecutionMode::Unchecked] {
             // Unchecked builds also bound the registers, as a launch of 256 units would.
             let extra = match mode {
-                ExecutionMode::Unchecked => vec![units_per_cube_option(CubeDim::new_1d(256))],
+                ExecutionMode::Unchecked => vec![cube_dim_option(CubeDim::new_1d(256))],
                 _ => Vec::new(),
             };
             let options = nvrtc_options((9, 0), mode, &extra);

@@ -1,97 +1,32 @@
-//! Every standard kernel the CUDA backend writes itself and every autotune variant compiles
-//! with NVRTC for Hopper, in every execution mode (the standard kernels written in the
-//! kernel language compile in `language_codegen`).
+//! The NVRTC path compiles for Hopper: the device printf of validate mode, the compiler's
+//! log for a broken source, the GPU suite's hand-written test kernels (the standard
+//! kernels, all written in the kernel language, compile in `language_codegen`).
 //! Needs only NVRTC (no GPU): run with `--include-ignored` where libnvrtc is installed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use cubert_cuda::standard_kernels::{standard_source, variant_names, variant_source};
-use cubert_cuda::{compile_cuda, nvrtc_options, nvrtc_version};
+use cubert_cuda::lang::{entry_name, generate};
+use cubert_cuda::{compile_cuda, nvrtc_options};
 use cubert_runtime::ExecutionMode;
 use cubert_runtime::elem::ElemType;
-use cubert_runtime::kernel::standard::StandardKernel;
-
-/// The standard kernels the backend writes itself (the others come from the language).
-fn own_standard_kernels() -> Vec<StandardKernel> {
-    StandardKernel::every()
-        .into_iter()
-        .filter(|kernel| standard_source(*kernel).is_ok())
-        .collect()
-}
-
-#[test]
-#[ignore = "needs NVRTC"]
-fn every_standard_kernel_compiles_for_sm_90() {
-    let version = nvrtc_version().expect("NVRTC must be installed for this test");
-    eprintln!("NVRTC {}.{}", version.0, version.1);
-    let mut failures = Vec::new();
-    let kernels = own_standard_kernels();
-    assert!(!kernels.is_empty());
-    for kernel in &kernels {
-        let (_, source, _) = standard_source(*kernel).unwrap();
-        for mode in [ExecutionMode::Checked, ExecutionMode::Unchecked] {
-            let options = nvrtc_options((9, 0), mode, &[]);
-            if let Err(log) = compile_cuda(&kernel.name(), &source, &options) {
-                failures.push(format!("{kernel} ({mode:?}):\n{log}"));
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures, first:\n{}",
-        failures.len(),
-        failures[0]
-    );
-    eprintln!("{} kernels compiled in 2 modes", kernels.len());
-}
-
-/// Every matmul variant the backend writes itself, for every numeric type (f32 also
-/// unchecked; the reduce-sum variants come from the language: `language_codegen`).
-#[test]
-#[ignore = "needs NVRTC"]
-fn every_autotune_variant_compiles_for_sm_90() {
-    nvrtc_version().expect("NVRTC must be installed for this test");
-    let mut failures = Vec::new();
-    let mut compiled = 0;
-    for elem in ElemType::ALL
-        .into_iter()
-        .filter(|elem| *elem != ElemType::Bool)
-    {
-        for kernel in [StandardKernel::Matmul(elem)] {
-            for variant in variant_names(kernel) {
-                let (entry, source, _) = variant_source(kernel, variant).unwrap();
-                let modes: &[ExecutionMode] = if elem == ElemType::F32 {
-                    &[ExecutionMode::Checked, ExecutionMode::Unchecked]
-                } else {
-                    &[ExecutionMode::Checked]
-                };
-                for mode in modes {
-                    let options = nvrtc_options((9, 0), *mode, &[]);
-                    match compile_cuda(&entry, &source, &options) {
-                        Ok(_) => compiled += 1,
-                        Err(log) => failures.push(format!("{entry} ({mode:?}):\n{log}")),
-                    }
-                }
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures, first:\n{}",
-        failures.len(),
-        failures[0]
-    );
-    eprintln!("{compiled} variant compilations");
-}
+use cubert_runtime::kernel::standard::{MatmulTiling, matmul_definition};
 
 #[test]
 #[ignore = "needs NVRTC"]
 fn validate_mode_compiles_with_device_printf() {
-    let (_, source, _) = standard_source(StandardKernel::Matmul(ElemType::F32)).unwrap();
+    let tiling = MatmulTiling::Tiled {
+        block: (64, 64),
+        depth: 8,
+        unit: (4, 4),
+        lines: true,
+    };
+    let (definition, _) = matmul_definition(ElemType::F32, tiling, "matmul_f32").unwrap();
+    let entry = entry_name(definition.name(), definition.id());
+    let source = generate(definition.ir().unwrap(), &entry).unwrap();
     let options = nvrtc_options((9, 0), ExecutionMode::Validate, &[]);
-    compile_cuda("matmul_f32", &source, &options).unwrap();
+    compile_cuda(&entry, &source, &options).unwrap();
 }
 
 #[test]

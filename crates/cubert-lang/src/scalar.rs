@@ -66,6 +66,10 @@ pub trait Numeric: Scalar {
     fn from_f64(value: f64) -> Self;
     /// The value of the integer literal `value` (wrapping into the type).
     fn from_i128(value: i128) -> Self;
+    /// `self * a + b`: rounded once for floats (a fused multiply-add on every backend; the
+    /// half types compute it in `f32` and round to the type once more), wrapping for
+    /// integers.
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 /// An integer type.
@@ -110,8 +114,6 @@ pub trait Float: Numeric {
     fn recip(self) -> Self;
     fn abs(self) -> Self;
     fn powf(self, exponent: Self) -> Self;
-    /// `self * a + b`, rounded once.
-    fn mul_add(self, a: Self, b: Self) -> Self;
     fn min(self, other: Self) -> Self;
     fn max(self, other: Self) -> Self;
     fn is_nan(self) -> bool;
@@ -182,6 +184,8 @@ macro_rules! int_scalar {
             fn abs_of(a: Self) -> Self { if a < 0 { Self::neg(a) } else { a } }
             fn from_f64(value: f64) -> Self { value as $ty }
             fn from_i128(value: i128) -> Self { value as $ty }
+            #[inline]
+            fn mul_add(self, a: Self, b: Self) -> Self { self.wrapping_mul(a).wrapping_add(b) }
         }
 
         impl Int for $ty {
@@ -260,6 +264,8 @@ macro_rules! native_float {
             fn abs_of(a: Self) -> Self { <$ty>::abs(a) }
             fn from_f64(value: f64) -> Self { value as $ty }
             fn from_i128(value: i128) -> Self { value as $ty }
+            #[inline]
+            fn mul_add(self, a: Self, b: Self) -> Self { <$ty>::mul_add(self, a, b) }
         }
 
         impl Float for $ty {
@@ -281,7 +287,6 @@ macro_rules! native_float {
             #[inline] fn recip(self) -> Self { <$ty>::recip(self) }
             #[inline] fn abs(self) -> Self { <$ty>::abs(self) }
             #[inline] fn powf(self, exponent: Self) -> Self { <$ty>::powf(self, exponent) }
-            #[inline] fn mul_add(self, a: Self, b: Self) -> Self { <$ty>::mul_add(self, a, b) }
             #[inline] fn min(self, other: Self) -> Self { <$ty>::min(self, other) }
             #[inline] fn max(self, other: Self) -> Self { <$ty>::max(self, other) }
             #[inline] fn is_nan(self) -> bool { <$ty>::is_nan(self) }
@@ -340,6 +345,10 @@ macro_rules! half_float {
             fn abs_of(a: Self) -> Self { <$ty>::from_bits(a.to_bits() & 0x7fff) }
             fn from_f64(value: f64) -> Self { $from_f64(value) }
             fn from_i128(value: i128) -> Self { $from_f64(value as f64) }
+            #[inline]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                Self::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
+            }
         }
 
         impl Float for $ty {
@@ -361,9 +370,6 @@ macro_rules! half_float {
             #[inline] fn recip(self) -> Self { Self::from_f32(self.to_f32().recip()) }
             #[inline] fn abs(self) -> Self { Self::abs_of(self) }
             #[inline] fn powf(self, e: Self) -> Self { Self::from_f32(self.to_f32().powf(e.to_f32())) }
-            #[inline] fn mul_add(self, a: Self, b: Self) -> Self {
-                Self::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
-            }
             #[inline] fn min(self, other: Self) -> Self { Self::min_of(self, other) }
             #[inline] fn max(self, other: Self) -> Self { Self::max_of(self, other) }
             #[inline] fn is_nan(self) -> bool { <$ty>::is_nan(self) }

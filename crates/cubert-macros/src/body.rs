@@ -82,7 +82,7 @@ const PLANE_OPS: [(&str, usize); 7] = [
 ];
 
 /// Atomic operations: `(name, arguments)`; the first argument is an array variable.
-const ATOMIC_OPS: [(&str, usize); 5] = [
+pub(crate) const ATOMIC_OPS: [(&str, usize); 5] = [
     ("atomic_add", 3),
     ("atomic_max", 3),
     ("atomic_min", 3),

@@ -8,11 +8,13 @@
 //!
 //! Modules: `signature` (the parameters and what they become), `body` (statements and
 //! expressions in both forms), `exclusive` (whether units touch only their own elements:
-//! the CPU's fast path), `output` (the generated module).
+//! the CPU's fast path), `plain_reads` (which read-only arrays the other kernels may read
+//! without atomics), `output` (the generated module).
 
 mod body;
 mod exclusive;
 mod output;
+mod plain_reads;
 mod signature;
 
 use proc_macro::TokenStream;

@@ -432,10 +432,11 @@ pub fn check_matmul(
     check_holds("matmul", "out", out, m.checked_mul(n), elem)
 }
 
-/// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n).
+/// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n), by the
+/// backend's default matmul.
 ///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// As [`launch_matmul`].
 #[allow(clippy::too_many_arguments)]
 pub fn matmul<R: Runtime>(
     client: &ComputeClient<R>,
@@ -448,20 +449,78 @@ pub fn matmul<R: Runtime>(
     elem: ElemType,
 ) -> Result<(), LaunchError> {
     check_matmul(lhs, rhs, out, (m, k, n), elem)?;
-    launch_standard(
+    let kernel = StandardKernel::Matmul(elem);
+    let tile = R::standard_variants(kernel, client.properties())
+        .first()
+        .map_or((1, 1), |default| default.tile);
+    launch_matmul(
         client,
-        StandardKernel::Matmul(elem),
-        &[lhs, rhs, out],
-        vec![word(m), word(k), word(n)],
-        move |properties, dim| {
-            let max = properties.hardware.max_cube_count;
-            let x = (n as u64)
-                .div_ceil(u64::from(dim.x.max(1)))
-                .clamp(1, u64::from(max.0));
-            let y = (m as u64)
-                .div_ceil(u64::from(dim.y.max(1)))
-                .clamp(1, u64::from(max.1));
-            CubeCount::new_2d(x as u32, y as u32)
-        },
+        R::standard_kernel(kernel)?,
+        (lhs, rhs, out),
+        (m, k, n),
+        elem,
+        tile,
     )
+}
+
+/// Launches the matmul `kernel` (the standard calling convention: buffers
+/// `[lhs, rhs, out]`, info `[m, k, n]`), whose cubes each cover `tile` (`(columns, rows)`)
+/// of the output per step: one launch with a cube per tile (within the device's grid
+/// limits; the kernels stride over the tiles a grid doesn't cover), or, where `lhs` or
+/// `out` holds more than [`ELEMENTS_PER_LAUNCH`] elements, one launch per band of rows
+/// over views of them. An empty product launches nothing.
+///
+/// # Errors
+/// As [`ComputeClient::launch`], and [`LaunchError`] for an `rhs` of more than
+/// `u32::MAX` elements or a row of `lhs` or `out` longer than one launch takes (kernels
+/// index with `u32`).
+pub fn launch_matmul<R: Runtime>(
+    client: &ComputeClient<R>,
+    kernel: <R::Server as crate::server::ComputeServer>::Kernel,
+    (lhs, rhs, out): (&Handle, &Handle, &Handle),
+    (m, k, n): (usize, usize, usize),
+    elem: ElemType,
+    tile: (u32, u32),
+) -> Result<(), LaunchError> {
+    if k.saturating_mul(n) > u32::MAX as usize || k.max(n) > ELEMENTS_PER_LAUNCH {
+        return Err(LaunchError::unknown(format!(
+            "matmul: a {k} x {n} right-hand side is larger than a launch indexes \
+             ({} elements; rows of at most {ELEMENTS_PER_LAUNCH})",
+            u32::MAX
+        )));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let max = client.properties().hardware.max_cube_count;
+    let launch = |lhs: &Handle, out: &Handle, rows: usize| {
+        let cubes = |len: usize, tile: u32, max: u32| {
+            (len as u64)
+                .div_ceil(u64::from(tile.max(1)))
+                .clamp(1, u64::from(max.max(1))) as u32
+        };
+        let count = CubeCount::new_2d(cubes(n, tile.0, max.0), cubes(rows, tile.1, max.1));
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![lhs.to_binding(), rhs.to_binding(), out.to_binding()])
+            .with_info(MetadataBindingInfo::custom(vec![
+                word(rows),
+                word(k),
+                word(n),
+            ]));
+        client.launch(kernel.clone(), count, arguments)
+    };
+    let band = ELEMENTS_PER_LAUNCH / k.max(n).max(1);
+    if m <= band {
+        return launch(lhs, out, m);
+    }
+    let size = elem.size() as u64;
+    let mut start = 0;
+    while start < m {
+        let rows = (m - start).min(band);
+        let lhs_view = lhs.view((start * k) as u64 * size, (rows * k) as u64 * size)?;
+        let out_view = out.view((start * n) as u64 * size, (rows * n) as u64 * size)?;
+        launch(&lhs_view, &out_view, rows)?;
+        start += rows;
+    }
+    Ok(())
 }

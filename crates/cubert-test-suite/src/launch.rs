@@ -600,6 +600,84 @@ pub fn matmul_matches_reference<B: TestBackend>() {
     );
 }
 
+/// `count` small non-negative integers (0 to 4) for a matmul operand.
+fn small_operand(count: usize, seed: usize) -> Vec<i64> {
+    (0..count)
+        .map(|i| ((i * 7 + seed * 3) % 5) as i64)
+        .collect()
+}
+
+/// Little-endian bytes of `values` as `elem`: integers wrap into the type (`as` from
+/// `i64`), floats round to nearest.
+fn operand_bytes(values: &[i64], elem: ElemType) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(values.len() * elem.size());
+    for &v in values {
+        match elem {
+            ElemType::F16 => bytes.extend(half::f16::from_f64(v as f64).to_le_bytes()),
+            ElemType::BF16 => bytes.extend(half::bf16::from_f64(v as f64).to_le_bytes()),
+            ElemType::F32 => bytes.extend((v as f32).to_le_bytes()),
+            ElemType::F64 => bytes.extend((v as f64).to_le_bytes()),
+            ElemType::I8 => bytes.extend((v as i8).to_le_bytes()),
+            ElemType::I16 => bytes.extend((v as i16).to_le_bytes()),
+            ElemType::I32 => bytes.extend((v as i32).to_le_bytes()),
+            ElemType::I64 => bytes.extend(v.to_le_bytes()),
+            ElemType::U8 => bytes.extend((v as u8).to_le_bytes()),
+            ElemType::U16 => bytes.extend((v as u16).to_le_bytes()),
+            ElemType::U32 => bytes.extend((v as u32).to_le_bytes()),
+            ElemType::U64 => bytes.extend((v as u64).to_le_bytes()),
+            ElemType::Bool => bytes.push(u8::from(v != 0)),
+        }
+    }
+    bytes
+}
+
+/// Every matmul variant of the backend computes every numeric type exactly on small
+/// integers: integers wrap (`i8` and `u8` sums overflow here), floats are exact (the half
+/// types accumulate in `f32` and round once), on shapes that don't divide the tiles and on
+/// ones whose `n` takes the kernels' line paths.
+pub fn matmul_variants_compute_every_numeric_type<B: TestBackend>() {
+    let client = client::<B>();
+    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+        let kernel = StandardKernel::Matmul(elem);
+        for (m, k, n) in [(37, 29, 45), (9, 70, 64), (5, 3, 8)] {
+            let (lhs, rhs) = (small_operand(m * k, 1), small_operand(k * n, 2));
+            let mut expected = vec![0i64; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    expected[i * n + j] = (0..k).map(|p| lhs[i * k + p] * rhs[p * n + j]).sum();
+                }
+            }
+            let expected = operand_bytes(&expected, elem);
+            for variant in B::R::standard_variants(kernel, client.properties()) {
+                let problem = cubert_runtime::tune::standard::MatmulProblem {
+                    lhs: client
+                        .create(cubert_runtime::Bytes::from_slice(&operand_bytes(
+                            &lhs, elem,
+                        )))
+                        .unwrap(),
+                    rhs: client
+                        .create(cubert_runtime::Bytes::from_slice(&operand_bytes(
+                            &rhs, elem,
+                        )))
+                        .unwrap(),
+                    out: client.empty(m * n * elem.size()).unwrap(),
+                    m,
+                    k,
+                    n,
+                    elem,
+                };
+                cubert_runtime::tune::standard::matmul_variant(&client, &variant, &problem)
+                    .unwrap();
+                let read = client.read_one(problem.out.clone()).unwrap().to_vec();
+                assert!(
+                    read == expected,
+                    "matmul {variant} of {elem} on {m}x{k}x{n} differs from the reference"
+                );
+            }
+        }
+    }
+}
+
 /// `CubeDim::new` stays within the device's limits; `CubeCountSelection::new` dispatches
 /// exactly the cubes asked for when they fit, and at least as many (within the limits)
 /// when they don't.

@@ -195,6 +195,7 @@ macro_rules! __for_each_suite_test {
                 reduce_sum_matches_reference,
                 reduce_sum_splits_sum_every_row_for_any_grid,
                 matmul_matches_reference,
+                matmul_variants_compute_every_numeric_type,
                 cube_dim_and_cube_count_selection_respect_device_limits,
             }
             errors {

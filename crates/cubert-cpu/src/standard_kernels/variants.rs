@@ -1,77 +1,50 @@
 //! The CPU backend's variants of the standard matmul and reduce-sum, for the autotuner.
 //!
-//! Matmul variants are named `t<tm>x<tn>m<MR>n<NR>[k<kc>]`: an output tile of `tm × tn`
-//! per cube, register blocks of `MR × NR` (NR is the inner loop's vector width), and the
-//! `p` loop blocked by `kc` (see `matmul_variants`). Reduce-sum variants are the kernel
-//! language's unit-per-row kernel (`cubert_runtime::kernel::standard::reduce`), named
-//! `l<partial sums>r<rows per cube>`: 8 or 32 partial sums, and rows (units) per cube (a
-//! cube's units run one after another on one worker thread, so fewer rows per cube spread
-//! few rows over more threads). The default variant is the standard kernel itself. Priorities put a few likely winners
-//! first (`minimal` tries only those).
+//! Both come from the kernel language (`cubert_runtime::kernel::standard`). Matmul variants
+//! are its unit-per-block kernel (`matmul`: each unit computes blocks of 4 rows × 8
+//! columns), named `t<rows>x<cols>` after the output tile of a cube (a cube's units run one
+//! after another on one worker thread, so a tile's operands stay in cache while it is
+//! computed). Reduce-sum variants are its unit-per-row kernel (`reduce`), named
+//! `l<partial sums>r<rows per cube>`: 8 or 32 partial sums, and rows (units) per cube
+//! (fewer rows per cube spread few rows over more threads). The default variant is the
+//! standard kernel itself. Priorities put a few likely winners first (`minimal` tries only
+//! those).
 //!
 //! Built variants are cached like the standard kernels.
 
-use super::matmul_variants::{MatmulParams, Micro, matmul_blocked};
-use super::numeric::Numeric;
-use super::standard_kernel;
 use crate::CpuRuntime;
 use crate::kernel::CpuKernel;
 use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
-use cubert_runtime::kernel::standard::{RowSplit, reduce_sum_kernel};
+use cubert_runtime::kernel::standard::{MatmulTiling, RowSplit, matmul_kernel, reduce_sum_kernel};
 use cubert_runtime::properties::DeviceProperties;
 use cubert_runtime::tune::Priority;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// Tile of the default matmul (`kernels::matmul::TILE`), for its variant entry.
-const DEFAULT_MATMUL_TILE: u32 = 32;
+/// The tiling of the default matmul: cubes of 8 × 4 units, a 32 × 32 output tile.
+pub const DEFAULT_MATMUL: MatmulTiling = tile(32, 32);
 
-const MATMUL: [(&str, MatmulParams, Priority); 9] = [
-    ("t32x32m4n8", params(32, 32, 0, Micro::M4N8), Priority::High),
-    (
-        "t64x64m4n8k256",
-        params(64, 64, 256, Micro::M4N8),
-        Priority::High,
-    ),
-    (
-        "t32x64m4n16",
-        params(32, 64, 0, Micro::M4N16),
-        Priority::Normal,
-    ),
-    (
-        "t16x32m2n8",
-        params(16, 32, 0, Micro::M2N8),
-        Priority::Normal,
-    ),
-    (
-        "t64x64m8n8k128",
-        params(64, 64, 128, Micro::M8N8),
-        Priority::Normal,
-    ),
-    (
-        "t64x128m4n16k256",
-        params(64, 128, 256, Micro::M4N16),
-        Priority::Normal,
-    ),
-    (
-        "t128x128m4n8k256",
-        params(128, 128, 256, Micro::M4N8),
-        Priority::Low,
-    ),
-    ("t32x32m4n4", params(32, 32, 0, Micro::M4N4), Priority::Low),
-    (
-        "t32x128m4n8k512",
-        params(32, 128, 512, Micro::M4N8),
-        Priority::Low,
-    ),
-];
-
-const fn params(tm: usize, tn: usize, kc: usize, micro: Micro) -> MatmulParams {
-    MatmulParams { tm, tn, kc, micro }
+/// A cube covering `rows × cols` of the output (multiples of 4 and 8).
+const fn tile(rows: u32, cols: u32) -> MatmulTiling {
+    MatmulTiling::Unit {
+        rows: rows / 4,
+        cols: cols / 8,
+    }
 }
+
+/// (name, tiling, priority) of the matmul variants.
+const MATMUL: [(&str, MatmulTiling, Priority); 7] = [
+    ("t32x64", tile(32, 64), Priority::High),
+    ("t64x64", tile(64, 64), Priority::High),
+    ("t16x32", tile(16, 32), Priority::Normal),
+    ("t64x128", tile(64, 128), Priority::Normal),
+    ("t16x64", tile(16, 64), Priority::Normal),
+    ("t128x128", tile(128, 128), Priority::Low),
+    ("t8x32", tile(8, 32), Priority::Low),
+];
 
 /// The split of the default reduce-sum: a unit per row with 32 partial sums, one row per
 /// cube (the default kernel of every backend sums one row per cube).
@@ -100,10 +73,9 @@ pub fn standard_variants(
 ) -> Vec<StandardVariant> {
     match kernel {
         StandardKernel::Matmul(_) => {
-            let default = StandardVariant::default_with_tile((DEFAULT_MATMUL_TILE, 32));
-            std::iter::once(default)
-                .chain(MATMUL.iter().map(|(name, p, priority)| {
-                    StandardVariant::new(*name, (p.tn as u32, p.tm as u32), *priority)
+            std::iter::once(StandardVariant::default_with_tile(DEFAULT_MATMUL.tile()))
+                .chain(MATMUL.iter().map(|(name, tiling, priority)| {
+                    StandardVariant::new(*name, tiling.tile(), *priority)
                 }))
                 .collect()
         }
@@ -123,30 +95,22 @@ fn unknown(kernel: StandardKernel, variant: &str) -> LaunchError {
     ))
 }
 
-fn numeric_elem(kernel: StandardKernel, elem: ElemType) -> Result<(), LaunchError> {
-    if elem == ElemType::Bool {
-        Err(LaunchError::unknown(format!(
-            "the CPU backend has no `{kernel}` kernel: arithmetic on booleans is not defined"
-        )))
+/// Variant `variant` of the matmul of `elem`, from the kernel language.
+///
+/// # Errors
+/// An unknown variant, booleans, or the language's build error.
+pub fn matmul_variant(elem: ElemType, variant: &str) -> Result<CpuKernel, LaunchError> {
+    let kernel = StandardKernel::Matmul(elem);
+    let tiling = if variant == StandardVariant::DEFAULT {
+        DEFAULT_MATMUL
     } else {
-        Ok(())
-    }
-}
-
-fn build_matmul<T: Numeric>(
-    kernel: StandardKernel,
-    variant: &str,
-    fallback: CpuKernel,
-) -> Result<CpuKernel, LaunchError> {
-    let (_, params, _) = MATMUL
-        .iter()
-        .find(|(name, ..)| *name == variant)
-        .ok_or_else(|| unknown(kernel, variant))?;
-    Ok(matmul_blocked::<T>(
-        format!("{kernel}/{variant}"),
-        *params,
-        fallback,
-    ))
+        let (_, tiling, _) = MATMUL
+            .iter()
+            .find(|(name, ..)| *name == variant)
+            .ok_or_else(|| unknown(kernel, variant))?;
+        *tiling
+    };
+    matmul_kernel::<CpuRuntime>(elem, variant, tiling)
 }
 
 /// Variant `variant` of the reduce-sum of `elem`, from the kernel language.
@@ -168,16 +132,12 @@ pub fn reduce_sum_variant(elem: ElemType, variant: &str) -> Result<CpuKernel, La
 }
 
 fn build(kernel: StandardKernel, variant: &str) -> Result<CpuKernel, LaunchError> {
-    if variant == StandardVariant::DEFAULT {
-        return standard_kernel(kernel);
-    }
     match kernel {
-        StandardKernel::Matmul(elem) => {
-            numeric_elem(kernel, elem)?;
-            let fallback = standard_kernel(kernel)?;
-            cubert_runtime::with_elem!(elem, u8, T => build_matmul::<T>(kernel, variant, fallback))
-        }
+        StandardKernel::Matmul(elem) => matmul_variant(elem, variant),
         StandardKernel::ReduceSum(elem) => reduce_sum_variant(elem, variant),
+        other if variant == StandardVariant::DEFAULT => {
+            cubert_runtime::kernel::standard::built_standard_kernel::<CpuRuntime>(other)
+        }
         _ => Err(unknown(kernel, variant)),
     }
 }

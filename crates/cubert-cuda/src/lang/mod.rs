@@ -52,10 +52,7 @@ pub fn language_kernel(
     };
     let kernel = CudaKernel::from_cuda(definition.id(), entry, source, cube_dim)
         .with_args_capacity(ArgsCapacity::new(arrays, info))
-        .with_options(vec![
-            "--fmad=false".to_string(),
-            units_per_cube_option(cube_dim),
-        ]);
+        .with_options(vec!["--fmad=false".to_string(), cube_dim_option(cube_dim)]);
     // Shared arrays live in dynamic shared memory: the launch checks the size against the
     // device's limit and raises the function's limit past the static 48 KiB.
     let shared = ir.shared_memory_bytes();
@@ -66,14 +63,17 @@ pub fn language_kernel(
     })
 }
 
-/// The compile option that bounds a generated kernel's registers to what `cube_dim` units
-/// per cube may use (`__launch_bounds__`); `CudaKernel::with_cube_dim` rewrites it.
-pub fn units_per_cube_option(cube_dim: CubeDim) -> String {
-    format!("{UNITS_PER_CUBE}{}", cube_dim.num_elems())
+/// The compile option that tells a generated kernel the cube dim it is launched with: its
+/// registers are bounded to what that many units per cube may use (`__launch_bounds__`),
+/// and the compiler may assume each unit's position is below it (dropping index checks it
+/// can then prove). `CudaKernel::with_cube_dim` rewrites it, so a kernel always runs with
+/// the cube dim it was built for.
+pub fn cube_dim_option(cube_dim: CubeDim) -> String {
+    format!("{CUBE_DIM}{},{},{}", cube_dim.x, cube_dim.y, cube_dim.z)
 }
 
-/// The prefix of [`units_per_cube_option`].
-pub const UNITS_PER_CUBE: &str = "-DCUBERT_UNITS_PER_CUBE=";
+/// The prefix of [`cube_dim_option`].
+pub const CUBE_DIM: &str = "-DCUBERT_CUBE_DIM=";
 
 /// A C identifier for the specialization: the kernel's name (its characters that C
 /// allows) and a hash of the full id.

@@ -1,171 +1,91 @@
 //! The CUDA backend's variants of the standard matmul and reduce-sum, for the autotuner.
 //!
-//! Matmul variants (`b<BM>x<BN>k<BK>t<TM>x<TN>[v<VEC>]`) tile the output in `BM × BN`
-//! blocks; each of the `(BN/TN) × (BM/TM)` threads accumulates `TM × TN` outputs in
-//! registers, strided across the block so shared-memory reads and global stores are
-//! contiguous per warp. Operand tiles of depth `BK` go through shared memory (the `lhs`
-//! tile transposed and padded against bank conflicts); with `v<VEC>` the `rhs` tile is read
-//! `VEC` elements per load when the buffers, `n` and the address allow it. Each output sums
-//! over `p` in order, like the default kernel.
+//! Both come from the kernel language (`cubert_runtime::kernel::standard`). Matmul variants
+//! are its tiled kernel (`matmul`), named `b<BM>x<BN>k<BK>t<TM>x<TN>[v4]`: a cube computes
+//! a `BM × BN` tile of the output through shared memory, `BK` steps of `k` per load, each
+//! of its `(BN/TN) × (BM/TM)` units summing `TM × TN` outputs in registers (strided across
+//! the tile, so shared-memory reads and global stores are contiguous per plane); with `v4`
+//! the `rhs` tile is read in lines of 4 where `n` and the address allow. The default is
+//! `b64x64k16t4x4v4`.
 //!
-//! Reduce-sum variants are the kernel language's shared kernel
-//! (`cubert_runtime::kernel::standard::reduce`): `b<THREADS>v<1|4>` (a cube of THREADS units
-//! per row, reading lines of 4 with `v4`) and `w<WARPS>v<1|4>` (a plane per row, WARPS
-//! planes per cube: for many short rows). The default is `b256v4`.
-//!
-//! Every matmul variant reads through the checked accessors when a buffer doesn't cover
-//! its matrix, so checked launches report out-of-bounds accesses as the default kernels do.
-//! The default variant is the standard kernel itself.
+//! Reduce-sum variants are the language's shared kernel (`reduce`): `b<THREADS>v<1|4>` (a
+//! cube of THREADS units per row, reading lines of 4 with `v4`) and `w<WARPS>v<1|4>` (a
+//! plane per row, WARPS planes per cube: for many short rows). The default is `b256v4`.
 
-use super::{LIBRARY, TILE};
 use crate::CudaRuntime;
 use crate::kernel::CudaKernel;
+use cubert_runtime::LaunchError;
 use cubert_runtime::elem::ElemType;
 use cubert_runtime::kernel::StandardVariant;
 use cubert_runtime::kernel::standard::StandardKernel;
-use cubert_runtime::kernel::standard::{RowSplit, reduce_sum_kernel};
+use cubert_runtime::kernel::standard::{MatmulTiling, RowSplit, matmul_kernel, reduce_sum_kernel};
 use cubert_runtime::properties::DeviceProperties;
 use cubert_runtime::tune::Priority;
-use cubert_runtime::{CubeDim, LaunchError};
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// CUDA C++ of the variants (compiled after the prelude and `LIBRARY`).
-pub const VARIANT_LIBRARY: &str = r#"
-namespace cubert_std {
-
-// VEC elements loaded at once.
-template <typename T, int VEC> struct alignas(sizeof(T) * VEC) VecN { T v[VEC]; };
-
-// ---- matmul: BM x BN block tiles, TM x TN outputs per thread --------------------------
-template <typename T, int BM, int BN, int BK, int TM, int TN, int VEC>
-__device__ void matmul_blocked(const cubert::Args& a) {
-    typedef typename Num<T>::Acc Acc;
-    const int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
-    __shared__ Acc As[BK][BM + 1];
-    __shared__ Acc Bs[BK][BN];
-    u64 m = cubert::info(a, 0), k = cubert::info(a, 1), n = cubert::info(a, 2);
-    u64 tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
-    int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
-    const T* lhs = cubert::ptr<T>(a, 0);
-    const T* rhs = cubert::ptr<T>(a, 1);
-    bool fast = cubert::covers<T>(a, 0, m * k) && cubert::covers<T>(a, 1, k * n);
-    bool vec_b = fast && VEC > 1 && (n % VEC) == 0 && (((u64)rhs) % (sizeof(T) * VEC)) == 0;
-    for (u64 tile_y = blockIdx.y; tile_y < tiles_m; tile_y += gridDim.y) {
-        for (u64 tile_x = blockIdx.x; tile_x < tiles_n; tile_x += gridDim.x) {
-            u64 row0 = tile_y * BM, col0 = tile_x * BN;
-            Acc acc[TM][TN];
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = Num<T>::zero();
-            for (u64 p0 = 0; p0 < k; p0 += BK) {
-                for (int i = tid; i < BM * BK; i += THREADS) {
-                    int r = i / BK, q = i % BK;
-                    u64 row = row0 + r, p = p0 + q;
-                    Acc v = Num<T>::zero();
-                    if (row < m && p < k)
-                        v = Num<T>::to_acc(fast ? lhs[row * k + p] : cubert::load<T>(a, 0, row * k + p));
-                    As[q][r] = v;
-                }
-                if (vec_b) {
-                    for (int i = tid; i < BK * (BN / VEC); i += THREADS) {
-                        int q = i / (BN / VEC), c = (i % (BN / VEC)) * VEC;
-                        u64 p = p0 + q, col = col0 + c;
-                        if (p < k && col < n) {
-                            VecN<T, VEC> v = *reinterpret_cast<const VecN<T, VEC>*>(rhs + p * n + col);
-#pragma unroll
-                            for (int j = 0; j < VEC; ++j) Bs[q][c + j] = Num<T>::to_acc(v.v[j]);
-                        } else {
-#pragma unroll
-                            for (int j = 0; j < VEC; ++j) Bs[q][c + j] = Num<T>::zero();
-                        }
-                    }
-                } else {
-                    for (int i = tid; i < BK * BN; i += THREADS) {
-                        int q = i / BN, c = i % BN;
-                        u64 p = p0 + q, col = col0 + c;
-                        Acc v = Num<T>::zero();
-                        if (p < k && col < n)
-                            v = Num<T>::to_acc(fast ? rhs[p * n + col] : cubert::load<T>(a, 1, p * n + col));
-                        Bs[q][c] = v;
-                    }
-                }
-                __syncthreads();
-#pragma unroll
-                for (int q = 0; q < BK; ++q) {
-                    Acc ra[TM], rb[TN];
-#pragma unroll
-                    for (int i = 0; i < TM; ++i) ra[i] = As[q][ty + i * TY];
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) rb[j] = Bs[q][tx + j * TX];
-#pragma unroll
-                    for (int i = 0; i < TM; ++i)
-#pragma unroll
-                        for (int j = 0; j < TN; ++j)
-                            acc[i][j] = Num<T>::acc_add(acc[i][j], Num<T>::acc_mul(ra[i], rb[j]));
-                }
-                __syncthreads();
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                u64 row = row0 + ty + i * TY;
-#pragma unroll
-                for (int j = 0; j < TN; ++j) {
-                    u64 col = col0 + tx + j * TX;
-                    if (row < m && col < n) cubert::store<T>(a, 2, row * n + col, Num<T>::from_acc(acc[i][j]));
-                }
-            }
-        }
+/// A tile of `block` (rows, columns), `depth` deep, `unit` outputs per unit.
+const fn tiled(block: (u32, u32), depth: u32, unit: (u32, u32), lines: bool) -> MatmulTiling {
+    MatmulTiling::Tiled {
+        block,
+        depth,
+        unit,
+        lines,
     }
 }
 
-} // namespace cubert_std
-"#;
+/// The tiling of the default matmul: 64 × 64 tiles 16 deep, 4 × 4 outputs per unit,
+/// lines of 4 (within a few percent of the best variant from 1024³ up on an H200).
+pub const DEFAULT_MATMUL: MatmulTiling = tiled((64, 64), 16, (4, 4), true);
 
-/// A matmul variant: block tile, depth, outputs per thread, vector width.
-struct MatmulVariant {
-    name: &'static str,
-    block: (u32, u32),
-    depth: u32,
-    per_thread: (u32, u32),
-    vec: u32,
-    priority: Priority,
-}
-
-const fn mm(
-    name: &'static str,
-    (bm, bn, bk): (u32, u32, u32),
-    per_thread: (u32, u32),
-    vec: u32,
-    priority: Priority,
-) -> MatmulVariant {
-    MatmulVariant {
-        name,
-        block: (bm, bn),
-        depth: bk,
-        per_thread,
-        vec,
-        priority,
-    }
-}
-
-const MATMUL: [MatmulVariant; 8] = [
-    mm("b64x64k8t4x4", (64, 64, 8), (4, 4), 1, Priority::High),
-    mm("b128x128k8t8x8v4", (128, 128, 8), (8, 8), 4, Priority::High),
-    mm("b64x64k16t4x4v4", (64, 64, 16), (4, 4), 4, Priority::Normal),
-    mm("b128x64k8t8x4v4", (128, 64, 8), (8, 4), 4, Priority::Normal),
-    mm("b32x32k16t2x2", (32, 32, 16), (2, 2), 1, Priority::Normal),
-    mm(
+/// (name, tiling, priority) of the matmul variants.
+const MATMUL: [(&str, MatmulTiling, Priority); 8] = [
+    (
+        "b64x64k8t4x4",
+        tiled((64, 64), 8, (4, 4), false),
+        Priority::High,
+    ),
+    (
+        "b128x128k8t8x8v4",
+        tiled((128, 128), 8, (8, 8), true),
+        Priority::High,
+    ),
+    (
+        "b16x16k16t1x1",
+        tiled((16, 16), 16, (1, 1), false),
+        Priority::Normal,
+    ),
+    (
+        "b128x64k8t8x4v4",
+        tiled((128, 64), 8, (8, 4), true),
+        Priority::Normal,
+    ),
+    (
+        "b32x32k16t2x2",
+        tiled((32, 32), 16, (2, 2), false),
+        Priority::Normal,
+    ),
+    (
         "b128x128k16t8x8v4",
-        (128, 128, 16),
-        (8, 8),
-        4,
+        tiled((128, 128), 16, (8, 8), true),
         Priority::Low,
     ),
-    mm("b64x128k8t4x8v4", (64, 128, 8), (4, 8), 4, Priority::Low),
-    mm("b32x64k8t2x4", (32, 64, 8), (2, 4), 1, Priority::Low),
+    (
+        "b64x128k8t4x8v4",
+        tiled((64, 128), 8, (4, 8), true),
+        Priority::Low,
+    ),
+    (
+        "b32x64k8t2x4",
+        tiled((32, 64), 8, (2, 4), false),
+        Priority::Low,
+    ),
 ];
+
+/// Every matmul variant's name and tiling, the default first.
+pub fn matmul_tilings() -> Vec<(&'static str, MatmulTiling)> {
+    std::iter::once((StandardVariant::DEFAULT, DEFAULT_MATMUL))
+        .chain(MATMUL.iter().map(|(name, tiling, _)| (*name, *tiling)))
+        .collect()
+}
 
 /// The split of the default reduce-sum: a cube of 256 units per row, reading lines of 4.
 pub const DEFAULT_REDUCE: RowSplit = RowSplit::Cube {
@@ -200,12 +120,10 @@ pub fn standard_variants(
 ) -> Vec<StandardVariant> {
     match kernel {
         StandardKernel::Matmul(_) => {
-            std::iter::once(StandardVariant::default_with_tile((TILE, TILE)))
-                .chain(
-                    MATMUL
-                        .iter()
-                        .map(|v| StandardVariant::new(v.name, (v.block.1, v.block.0), v.priority)),
-                )
+            std::iter::once(StandardVariant::default_with_tile(DEFAULT_MATMUL.tile()))
+                .chain(MATMUL.iter().map(|(name, tiling, priority)| {
+                    StandardVariant::new(*name, tiling.tile(), *priority)
+                }))
                 .collect()
         }
         StandardKernel::ReduceSum(_) => std::iter::once(StandardVariant::default_with_tile((1, 1)))
@@ -223,61 +141,17 @@ fn unknown(kernel: StandardKernel, variant: &str) -> LaunchError {
     ))
 }
 
-fn numeric(kernel: StandardKernel, elem: ElemType) -> Result<&'static str, LaunchError> {
-    if elem == ElemType::Bool {
-        return Err(LaunchError::unknown(format!(
-            "the CUDA backend has no `{kernel}` kernel: arithmetic on booleans is not defined"
-        )));
-    }
-    Ok(crate::lang::cuda_type::name(elem))
-}
-
-/// The call and cube dim of variant `variant` of `kernel`.
-fn call(kernel: StandardKernel, variant: &str) -> Result<(String, CubeDim), LaunchError> {
-    match kernel {
-        StandardKernel::Matmul(elem) => {
-            let ty = numeric(kernel, elem)?;
-            let v = MATMUL
-                .iter()
-                .find(|v| v.name == variant)
-                .ok_or_else(|| unknown(kernel, variant))?;
-            let ((bm, bn), (tm, tn)) = (v.block, v.per_thread);
-            Ok((
-                format!(
-                    "cubert_std::matmul_blocked<{ty}, {bm}, {bn}, {}, {tm}, {tn}, {}>(a);",
-                    v.depth, v.vec
-                ),
-                CubeDim::new_2d(bn / tn, bm / tm),
-            ))
-        }
-        _ => Err(unknown(kernel, variant)),
-    }
-}
-
-/// The names of every non-default variant of `kernel` the backend writes itself (matmul;
-/// the reduce-sum variants come from the kernel language: [`reduce_sum_splits`]).
-pub fn variant_names(kernel: StandardKernel) -> Vec<&'static str> {
-    match kernel {
-        StandardKernel::Matmul(_) => MATMUL.iter().map(|v| v.name).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The entry point, CUDA C++ source (without the prelude) and cube dim of a non-default
-/// variant.
+/// Variant `variant` of the matmul of `elem`, from the kernel language.
 ///
 /// # Errors
-/// [`LaunchError`] for an unknown variant or booleans.
-pub fn variant_source(
-    kernel: StandardKernel,
-    variant: &str,
-) -> Result<(String, String, CubeDim), LaunchError> {
-    let (call, cube_dim) = call(kernel, variant)?;
-    let entry = format!("{}__{variant}", kernel.name());
-    let source = format!(
-        "{LIBRARY}\n{VARIANT_LIBRARY}\nextern \"C\" __global__ void {entry}(const __grid_constant__ cubert::Args a) {{ {call} }}\n"
-    );
-    Ok((entry, source, cube_dim))
+/// An unknown variant, booleans, or the build error (NVRTC).
+pub fn matmul_variant(elem: ElemType, variant: &str) -> Result<CudaKernel, LaunchError> {
+    let kernel = StandardKernel::Matmul(elem);
+    let (_, tiling) = matmul_tilings()
+        .into_iter()
+        .find(|(name, _)| *name == variant)
+        .ok_or_else(|| unknown(kernel, variant))?;
+    matmul_kernel::<CudaRuntime>(elem, variant, tiling)
 }
 
 /// Every reduce-sum variant's name and split, the default first.
@@ -301,36 +175,19 @@ pub fn reduce_sum_variant(elem: ElemType, variant: &str) -> Result<CudaKernel, L
 }
 
 /// Variant `variant` of `kernel` (the default is the standard kernel), built once and
-/// cached.
+/// cached (`cubert_runtime::kernel::standard`'s cache, and the compiler's).
 ///
 /// # Errors
-/// As [`variant_source`].
+/// An unknown variant, booleans, or the build error (NVRTC).
 pub fn variant_kernel(kernel: StandardKernel, variant: &str) -> Result<CudaKernel, LaunchError> {
-    if let StandardKernel::ReduceSum(elem) = kernel {
-        return reduce_sum_variant(elem, variant);
+    match kernel {
+        StandardKernel::ReduceSum(elem) => reduce_sum_variant(elem, variant),
+        StandardKernel::Matmul(elem) => matmul_variant(elem, variant),
+        other if variant == StandardVariant::DEFAULT => {
+            cubert_runtime::kernel::standard::built_standard_kernel::<CudaRuntime>(other)
+        }
+        _ => Err(unknown(kernel, variant)),
     }
-    if variant == StandardVariant::DEFAULT {
-        return super::standard_kernel(kernel);
-    }
-    type Cache = Mutex<HashMap<(StandardKernel, String), CudaKernel>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let id = (kernel, variant.to_string());
-    if let Some(built) = cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&id)
-    {
-        return Ok(built.clone());
-    }
-    let (entry, source, cube_dim) = variant_source(kernel, variant)?;
-    let built = CudaKernel::from_cuda(format!("{kernel}/{variant}"), entry, source, cube_dim)
-        .with_args_capacity(super::STANDARD_ARGS);
-    cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(id, built.clone());
-    Ok(built)
 }
 
 #[cfg(test)]
@@ -339,24 +196,16 @@ mod tests {
 
     #[test]
     fn every_variant_has_a_unique_name_and_fits_a_block() {
-        for kernel in [StandardKernel::Matmul(ElemType::F32)] {
-            let names = variant_names(kernel);
-            let mut unique = names.clone();
-            unique.sort_unstable();
-            unique.dedup();
-            assert_eq!(unique.len(), names.len());
-            for name in names {
-                let (entry, source, dim) = variant_source(kernel, name).unwrap();
-                assert!(source.contains(&entry));
-                assert!(
-                    dim.num_elems() <= 1024 && dim.num_elems() % 32 == 0,
-                    "{name}"
-                );
-            }
-        }
-        for v in &MATMUL {
-            assert_eq!(v.block.0 % v.per_thread.0, 0, "{}", v.name);
-            assert_eq!(v.block.1 % (v.per_thread.1 * v.vec), 0, "{}", v.name);
+        let tilings = matmul_tilings();
+        let mut names: Vec<_> = tilings.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), tilings.len());
+        for (name, tiling) in tilings {
+            let units = tiling.cube_dim().num_elems();
+            assert!(units <= 1024 && units % 32 == 0, "{name}");
+            cubert_runtime::kernel::standard::matmul_definition(ElemType::F32, tiling, name)
+                .unwrap();
         }
         let splits = reduce_sum_splits();
         let mut names: Vec<_> = splits.iter().map(|(name, _)| *name).collect();

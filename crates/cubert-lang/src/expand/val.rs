@@ -72,6 +72,11 @@ impl<T: Numeric> Val<T> {
     pub fn abs(self) -> Self {
         Self::compute(Operation::Math(MathOp::Abs, self.value))
     }
+
+    /// `self * a + b`: rounded once for floats, wrapping for integers.
+    pub fn mul_add(self, a: Self, b: Self) -> Self {
+        Self::compute(Operation::Fma(self.value, a.value, b.value))
+    }
 }
 
 macro_rules! math_methods {
@@ -102,11 +107,6 @@ impl<T: Float> Val<T> {
     /// `self` to the power `exponent`.
     pub fn powf(self, exponent: Self) -> Self {
         Self::compute(Operation::Binary(BinaryOp::Pow, self.value, exponent.value))
-    }
-
-    /// `self * a + b`, rounded once.
-    pub fn mul_add(self, a: Self, b: Self) -> Self {
-        Self::compute(Operation::Fma(self.value, a.value, b.value))
     }
 
     /// Whether `self` is NaN.

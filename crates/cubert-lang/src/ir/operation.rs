@@ -226,7 +226,7 @@ pub enum Operation {
     Binary(BinaryOp, Value, Value),
     /// A float math function (integers: `Abs` only).
     Math(MathOp, Value),
-    /// `a * b + c`, rounded once for floats.
+    /// `a * b + c`: rounded once for floats, wrapping for integers.
     Fma(Value, Value, Value),
     /// A conversion to `to` (saturating float to integer, NaN gives 0, as Rust's `as`).
     Cast(Value, ElemType),

@@ -159,7 +159,7 @@ fn grid_covers(unit: &Unit, grid_stride_ends: &[u32]) -> bool {
         .is_some_and(|units| grid_stride_ends.iter().all(|&end| u64::from(end) <= units))
 }
 
-fn disjoint(a: &RawArray, b: &RawArray) -> bool {
+pub(crate) fn disjoint(a: &RawArray, b: &RawArray) -> bool {
     let (a0, b0) = (a.ptr as usize, b.ptr as usize);
     a0.saturating_add(a.len) <= b0 || b0.saturating_add(b.len) <= a0
 }
@@ -393,10 +393,12 @@ impl<'a> Args<'a> {
     /// Buffer `slot` as a [`GatheredArray`] of `T`.
     ///
     /// # Safety
-    /// Only for the body of a kernel the macro proved exclusive, for an array it found
-    /// gathered (never written by the kernel), with the `args` [`ExclusiveRun::run`] passes
-    /// for a run [`exclusive_cubes`] accepted: then no unit of the launch writes the array,
-    /// so plain loads can't race within it.
+    /// Only for an array the kernel never writes (the macro found it gathered, or read
+    /// plainly: `super::plain_reads`), with `args` of a launch where no array the kernel
+    /// writes overlaps it and it is aligned for `T`: a run [`exclusive_cubes`] accepted
+    /// (with the `args` [`ExclusiveRun::run`] passes), or a launch
+    /// [`plain_reads_allowed`](super::plain_reads_allowed) accepted. Then no unit of the
+    /// launch writes the array, so plain loads can't race within it.
     #[inline(always)]
     pub unsafe fn gathered_array<T: Scalar>(&self, slot: usize) -> GatheredArray<'a, T> {
         let raw = self.raw(slot).unwrap_or(RawArray::MISSING);

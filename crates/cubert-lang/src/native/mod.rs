@@ -15,6 +15,7 @@ mod cooperative;
 mod exclusive;
 mod line;
 mod ops;
+mod plain_reads;
 mod tensor;
 mod unit;
 
@@ -29,5 +30,6 @@ pub use exclusive::{
 };
 pub use line::{load_line, store_line};
 pub use ops::*;
+pub use plain_reads::plain_reads_allowed;
 pub use tensor::{Tensor, rank, shape, stride};
-pub use unit::{Unit, run_cube};
+pub use unit::{Unit, run_cube, run_cube_by_unit};

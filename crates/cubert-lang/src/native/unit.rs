@@ -168,3 +168,23 @@ pub fn run_cube(cube: &Unit, args: &super::Args<'_>, mut unit_body: impl FnMut(&
         }
     }
 }
+
+/// Runs `unit_body` for every unit of `cube`, one after another (x fastest), like
+/// [`run_cube`] but without unrolling: for bodies too large to repeat (the SIMD copy of a
+/// kernel's plainly-reading body, where the body is written into the loop).
+#[inline(always)]
+pub fn run_cube_by_unit(cube: &Unit, args: &super::Args<'_>, mut unit_body: impl FnMut(&Unit)) {
+    let (dx, dy, dz) = cube.cube_dim;
+    let mut unit = *cube;
+    for z in 0..dz {
+        for y in 0..dy {
+            if args.monitor().gave_up() {
+                return;
+            }
+            for x in 0..dx {
+                unit.unit_pos = (x, y, z);
+                unit_body(&unit);
+            }
+        }
+    }
+}

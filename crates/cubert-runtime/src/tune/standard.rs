@@ -23,9 +23,9 @@ use crate::client::ComputeClient;
 use crate::elem::ElemType;
 use crate::error::{IoError, LaunchError, ServerError};
 use crate::handle::Handle;
+use crate::kernel::KernelMetadata;
 use crate::kernel::StandardVariant;
 use crate::kernel::standard::StandardKernel;
-use crate::kernel::{CubeCount, KernelArguments, KernelMetadata, MetadataBindingInfo};
 use crate::ops;
 use crate::runtime::Runtime;
 use std::any::{Any, TypeId};
@@ -66,21 +66,6 @@ pub struct ReduceSumProblem {
     pub elem: ElemType,
 }
 
-fn launch<R: Runtime>(
-    client: &ComputeClient<R>,
-    kernel: StandardKernel,
-    variant: &StandardVariant,
-    buffers: &[&Handle],
-    info: Vec<u64>,
-    count: CubeCount,
-) -> Result<(), LaunchError> {
-    let kernel = R::standard_kernel_variant(kernel, &variant.name)?;
-    let arguments = KernelArguments::new()
-        .with_buffers(buffers.iter().map(|h| h.to_binding()).collect())
-        .with_info(MetadataBindingInfo::custom(info));
-    client.launch(kernel, count, arguments)
-}
-
 /// Launches variant `variant` of matmul on `problem`.
 ///
 /// # Errors
@@ -103,23 +88,14 @@ pub fn matmul_variant<R: Runtime>(
         return ops::matmul(client, lhs, rhs, out, *m, *k, *n, *elem);
     }
     ops::check_matmul(lhs, rhs, out, (*m, *k, *n), *elem)?;
-    let max = client.properties().hardware.max_cube_count;
-    let cubes = |len: usize, tile: u32, max: u32| {
-        (len as u64)
-            .div_ceil(u64::from(tile.max(1)))
-            .clamp(1, u64::from(max.max(1))) as u32
-    };
-    let count = CubeCount::new_2d(
-        cubes(*n, variant.tile.0, max.0),
-        cubes(*m, variant.tile.1, max.1),
-    );
-    launch(
+    let kernel = R::standard_kernel_variant(StandardKernel::Matmul(*elem), &variant.name)?;
+    ops::launch_matmul(
         client,
-        StandardKernel::Matmul(*elem),
-        variant,
-        &[lhs, rhs, out],
-        vec![*m as u64, *k as u64, *n as u64],
-        count,
+        kernel,
+        (lhs, rhs, out),
+        (*m, *k, *n),
+        *elem,
+        variant.tile,
     )
 }
 

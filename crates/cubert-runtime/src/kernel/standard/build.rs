@@ -8,6 +8,7 @@
 
 use super::StandardKernel;
 use super::elementwise::{binary, binary_lines, cast, copy, fill, noop};
+use super::matmul::{MatmulTiling, matmul_definition};
 use super::reduce::{RowSplit, reduce_sum_definition};
 use crate::elem::ElemType;
 use crate::error::LaunchError;
@@ -87,8 +88,9 @@ macro_rules! with_elem {
     };
 }
 
-/// The kernel-language definition and cube dim of `kernel`, or `None` for the kernels the
-/// backends still write themselves (reduce-sum, matmul).
+/// The kernel-language definition and cube dim of `kernel`, or `None` for the kernels
+/// whose backends choose among several (reduce-sum: [`reduce_sum_kernel`], matmul:
+/// [`matmul_kernel`]).
 ///
 /// # Errors
 /// [`LaunchError`] for arithmetic on booleans, which no backend defines.
@@ -177,7 +179,7 @@ pub fn lines_kernel<R: Runtime>(
 }
 
 /// `kernel` built for runtime `R` from its kernel-language definition, once per process;
-/// `None` for the kernels the backends still write themselves (reduce-sum, matmul).
+/// `None` for reduce-sum and matmul (see [`definition`]).
 ///
 /// # Errors
 /// As [`definition`], or the runtime's build error (`Runtime::language_kernel`).
@@ -187,9 +189,9 @@ pub fn standard_kernel<R: Runtime>(
     built::<R>(kernel, "", || definition(kernel))
 }
 
-/// [`standard_kernel`], with a missing kernel (reduce-sum and matmul, which the backends
-/// write themselves) as an error naming the backend: what `Runtime::standard_kernel` does
-/// for the kernels of the language.
+/// [`standard_kernel`], with a missing kernel (reduce-sum and matmul, which each backend
+/// builds from its own table) as an error naming the backend: what
+/// `Runtime::standard_kernel` does for the elementwise kernels.
 ///
 /// # Errors
 /// As [`standard_kernel`], and [`LaunchError`] for a kernel the language doesn't define.
@@ -216,14 +218,42 @@ pub fn reduce_sum_kernel<R: Runtime>(
     variant: &str,
     split: RowSplit,
 ) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
-    let kernel = StandardKernel::ReduceSum(elem);
+    built_variant::<R>(StandardKernel::ReduceSum(elem), variant, |name| {
+        reduce_sum_definition(elem, split, name)
+    })
+}
+
+/// Variant `variant` of the matmul of `elem`, tiled as `tiling` (the backend's table says
+/// which tiling each of its variants is), built for runtime `R` once per process. Named
+/// after the kernel (`matmul_f32`) for the default variant, after the kernel and the
+/// variant (`matmul_f32/b64x64k8t4x4`) for the others.
+///
+/// # Errors
+/// As [`matmul_definition`], or the runtime's build error.
+pub fn matmul_kernel<R: Runtime>(
+    elem: ElemType,
+    variant: &str,
+    tiling: MatmulTiling,
+) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
+    built_variant::<R>(StandardKernel::Matmul(elem), variant, |name| {
+        matmul_definition(elem, tiling, name)
+    })
+}
+
+/// Variant `variant` of `kernel`, defined by `define` from its name (the kernel's for the
+/// default variant, `kernel/variant` for the others), built for `R` once per process.
+fn built_variant<R: Runtime>(
+    kernel: StandardKernel,
+    variant: &str,
+    define: impl FnOnce(&str) -> Result<(KernelDefinition, CubeDim), LaunchError>,
+) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
     let built = built::<R>(kernel, variant, || {
         let name = if variant == StandardVariant::DEFAULT {
             kernel.name()
         } else {
             format!("{kernel}/{variant}")
         };
-        reduce_sum_definition(elem, split, &name).map(Some)
+        define(&name).map(Some)
     })?;
     built.ok_or_else(|| LaunchError::unknown(format!("`{kernel}` has no kernel")))
 }

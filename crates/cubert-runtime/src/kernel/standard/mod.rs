@@ -12,17 +12,20 @@
 //! convention is the language's own (arrays are the buffers in order, scalars the info
 //! words in order). Reduce-sum is written once too (`reduce`), in two kernels that share
 //! rows among units differently; each backend's variants pick one and a cube size
-//! ([`RowSplit`]) and build it with [`reduce_sum_kernel`]. Matmul is still written per
-//! backend.
+//! ([`RowSplit`]) and build it with [`reduce_sum_kernel`]. Matmul likewise (`matmul`: a
+//! kernel of a unit per output block for CPUs, one of cubes sharing tiles through shared
+//! memory for GPUs; [`MatmulTiling`], [`matmul_kernel`]).
 
 mod build;
 pub mod elementwise;
+pub mod matmul;
 pub mod reduce;
 
 pub use build::{
     ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
-    reduce_sum_kernel, standard_kernel,
+    matmul_kernel, reduce_sum_kernel, standard_kernel,
 };
+pub use matmul::{MatmulTiling, matmul_definition};
 pub use reduce::{RowSplit, reduce_sum_definition};
 
 use crate::elem::ElemType;
