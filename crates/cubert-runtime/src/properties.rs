@@ -108,14 +108,13 @@ impl DeviceProperties {
     }
 }
 
-/// FNV-1a 64-bit hash: stable across processes and Rust versions.
+/// FNV-1a 64-bit hash of `bytes` (the `fnv` crate's): stable across processes and Rust
+/// versions, unlike `std`'s hashers.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 #[cfg(test)]

@@ -65,16 +65,13 @@ impl CommunicationId {
 
 /// FNV-1a over each device's type and index (little-endian), without a buffer.
 fn hash_devices(devices: &[DeviceId]) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::default();
     for device in devices {
-        let type_id = device.type_id.to_le_bytes();
-        let index = device.index_id.to_le_bytes();
-        for byte in type_id.iter().chain(&index) {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        hasher.write(&device.type_id.to_le_bytes());
+        hasher.write(&device.index_id.to_le_bytes());
     }
-    hash
+    hasher.finish()
 }
 
 /// A set of devices taking part in collectives: sorted, without duplicates. A device's

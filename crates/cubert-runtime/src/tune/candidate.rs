@@ -152,14 +152,17 @@ impl<R: Runtime, I, O> fmt::Debug for CandidateSet<R, I, O> {
     }
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// The FNV-1a hash of no bytes (where a checksum starts).
+fn fnv_offset() -> u64 {
+    std::hash::Hasher::finish(&fnv::FnvHasher::default())
+}
 
-fn fnv_extend(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+/// FNV-1a of `bytes`, continuing from `hash`.
+fn fnv_extend(hash: u64, bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::with_key(hash);
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// Hashes `text` with its length, so concatenations can't collide.
@@ -182,7 +185,7 @@ impl<R: Runtime, I, O> CandidateSet<R, I, O> {
     ) -> Self {
         let operation = operation.into();
         Self {
-            checksum: hash_field(FNV_OFFSET, &operation),
+            checksum: hash_field(fnv_offset(), &operation),
             operation,
             candidates: Vec::new(),
             key: Arc::new(key),
@@ -281,8 +284,8 @@ mod tests {
 
     #[test]
     fn fields_are_hashed_with_their_length() {
-        let ab_c = hash_field(hash_field(FNV_OFFSET, "ab"), "c");
-        let a_bc = hash_field(hash_field(FNV_OFFSET, "a"), "bc");
+        let ab_c = hash_field(hash_field(fnv_offset(), "ab"), "c");
+        let a_bc = hash_field(hash_field(fnv_offset(), "a"), "bc");
         assert_ne!(ab_c, a_bc);
     }
 }
