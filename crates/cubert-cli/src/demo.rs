@@ -10,10 +10,11 @@
 
 use crate::backend::{Backend, ClientJob, run_on_default_device};
 use crate::error::{CliError, CliResult, EXIT_FAILURE};
-use crate::rng::XorShift;
+use crate::rng::Draw;
 use crate::verify::{self, Comparison, Exact};
 use cubert::properties::TimingMethod;
 use cubert::{Bytes, ComputeClient, ElemType, Element, Handle, LaunchError, Runtime, ops};
+use fastrand::Rng;
 use std::process::ExitCode;
 
 /// Largest relative error accepted for f32 reductions and matrix products.
@@ -112,7 +113,7 @@ const SEED: u64 = 0x00C0_FFEE;
 /// The demo, step by step; `Ok(true)` when every result was verified.
 fn demo<R: Runtime>(client: &ComputeClient<R>, size: usize) -> CliResult<bool> {
     print_header(client, size);
-    let mut rng = XorShift::new(SEED);
+    let mut rng = Rng::with_seed(SEED);
     let mut checks = Checks::default();
     check_elementwise(client, &mut rng, size, &mut checks);
     check_reduction(client, &mut rng, size, &mut checks);
@@ -160,14 +161,14 @@ struct ElementwiseInputs {
 impl ElementwiseInputs {
     /// Draws every input from `rng`, in a fixed order (so the inputs, and the checks after
     /// them, are the same on every run).
-    fn draw(rng: &mut XorShift, n: usize) -> Self {
-        let f32_a = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
-        let f32_b = rng.fill(n, |r| r.range_f32(-100.0, 100.0));
-        let f64_a = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
-        let f64_b = rng.fill(n, |r| r.range_f64(-1e3, 1e3));
-        let i32_a = rng.fill(n, XorShift::any_i32);
-        let i32_b = rng.fill(n, XorShift::any_i32);
-        let wide_f32 = rng.fill(n, |r| r.range_f32(-1e6, 1e6));
+    fn draw(rng: &mut Rng, n: usize) -> Self {
+        let f32_a = rng.draws(n, |r| r.range_f32(-100.0, 100.0));
+        let f32_b = rng.draws(n, |r| r.range_f32(-100.0, 100.0));
+        let f64_a = rng.draws(n, |r| r.range_f64(-1e3, 1e3));
+        let f64_b = rng.draws(n, |r| r.range_f64(-1e3, 1e3));
+        let i32_a = rng.draws(n, Draw::any_i32);
+        let i32_b = rng.draws(n, Draw::any_i32);
+        let wide_f32 = rng.draws(n, |r| r.range_f32(-1e6, 1e6));
         Self {
             f32_a,
             f32_b,
@@ -184,7 +185,7 @@ impl ElementwiseInputs {
 /// `n` elements. Their inputs are freed before the function returns.
 fn check_elementwise<R: Runtime>(
     client: &ComputeClient<R>,
-    rng: &mut XorShift,
+    rng: &mut Rng,
     n: usize,
     checks: &mut Checks,
 ) {
@@ -316,7 +317,7 @@ fn check_arithmetic<R: Runtime>(
 /// 4096 rows).
 fn check_reduction<R: Runtime>(
     client: &ComputeClient<R>,
-    rng: &mut XorShift,
+    rng: &mut Rng,
     size: usize,
     checks: &mut Checks,
 ) {
@@ -330,7 +331,7 @@ fn check_reduction<R: Runtime>(
 }
 
 /// Checks `matmul_f32` and `matmul_f64`, each on fixed shapes.
-fn check_matmuls<R: Runtime>(client: &ComputeClient<R>, rng: &mut XorShift, checks: &mut Checks) {
+fn check_matmuls<R: Runtime>(client: &ComputeClient<R>, rng: &mut Rng, checks: &mut Checks) {
     let (m, k, n) = (256, 192, 320);
     checks.report(
         "matmul_f32",
@@ -506,11 +507,11 @@ fn binary<R: Runtime, T: Element + Exact>(
 /// compared with a relative error of at most [`F32_TOLERANCE`].
 fn reduce_sum<R: Runtime>(
     client: &ComputeClient<R>,
-    rng: &mut XorShift,
+    rng: &mut Rng,
     rows: usize,
     cols: usize,
 ) -> CliResult<Outcome> {
-    let data = rng.fill(rows * cols, |r| r.range_f32(-1.0, 1.0));
+    let data = rng.draws(rows * cols, |r| r.range_f32(-1.0, 1.0));
     let input = upload(client, &data)?;
     let out = client.empty(rows * 4)?;
     launch_timed(client, "reduce_sum_f32", || {
@@ -536,12 +537,12 @@ fn reduce_sum<R: Runtime>(
 
 /// Floats the matmul check runs on.
 trait Float: Element {
-    fn random(rng: &mut XorShift) -> Self;
+    fn random(rng: &mut Rng) -> Self;
     fn to_f64(self) -> f64;
 }
 
 impl Float for f32 {
-    fn random(rng: &mut XorShift) -> Self {
+    fn random(rng: &mut Rng) -> Self {
         rng.range_f32(-1.0, 1.0)
     }
     fn to_f64(self) -> f64 {
@@ -550,7 +551,7 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
-    fn random(rng: &mut XorShift) -> Self {
+    fn random(rng: &mut Rng) -> Self {
         rng.range_f64(-1.0, 1.0)
     }
     fn to_f64(self) -> f64 {
@@ -563,12 +564,12 @@ impl Float for f64 {
 fn matmul<R: Runtime, T: Float>(
     client: &ComputeClient<R>,
     name: &str,
-    rng: &mut XorShift,
+    rng: &mut Rng,
     (m, k, n): (usize, usize, usize),
     tolerance: f64,
 ) -> CliResult<Outcome> {
-    let a: Vec<T> = rng.fill(m * k, T::random);
-    let b: Vec<T> = rng.fill(k * n, T::random);
+    let a: Vec<T> = rng.draws(m * k, T::random);
+    let b: Vec<T> = rng.draws(k * n, T::random);
     let lhs = upload(client, &a)?;
     let rhs = upload(client, &b)?;
     let out = client.empty(m * n * T::ELEM.size())?;
