@@ -123,35 +123,11 @@ impl BenchReport {
     }
 }
 
-/// `time` as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+/// `time` as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds; `humantime`'s RFC 3339). A time
+/// before 1970 is the epoch.
 pub fn iso8601(time: SystemTime) -> String {
-    let seconds = time
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (seconds / 86_400) as i64;
-    let rest = seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
-/// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let time = if time < UNIX_EPOCH { UNIX_EPOCH } else { time };
+    humantime::format_rfc3339_seconds(time).to_string()
 }
 
 #[cfg(test)]
