@@ -25,6 +25,11 @@ pub const MAX_CPU_THREADS: u32 = 1024;
 
 /// Parses a size: an integer, or a string with an optional unit (B, KB, KiB, MB, MiB, GB,
 /// GiB, TB, TiB; case-insensitive).
+///
+/// Hand-written rather than `bytesize`'s `FromStr` for exactness: an integer size is
+/// multiplied in `u64` with an overflow check (a config value past `u64::MAX` bytes is
+/// refused, never rounded or saturated), where `bytesize` parses every number as an
+/// `f64`, which rounds sizes above 2^53 bytes.
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let text = text.trim().replace('_', "");
     let split = text
