@@ -1,4 +1,5 @@
-//! Plain-text tables with aligned columns.
+//! Plain-text tables with aligned columns: the CLI's table (a header and rows of cells,
+//! each column left- or right-aligned) laid out by `comfy-table` without borders.
 
 /// How a column is aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,45 +41,34 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table as lines of text (no trailing spaces), header first.
+    /// The table as lines of text (no trailing spaces), header first, columns two spaces
+    /// apart (laid out by `comfy-table`).
     pub fn render(&self) -> String {
-        let columns = self
-            .rows
-            .iter()
-            .map(Vec::len)
-            .chain([self.headers.len()])
-            .max()
-            .unwrap_or(0);
-        let mut widths = vec![0usize; columns];
-        for row in std::iter::once(&self.headers).chain(&self.rows) {
-            for (i, cell) in row.iter().enumerate() {
-                widths[i] = widths[i].max(cell.chars().count());
-            }
+        use comfy_table::{CellAlignment, ContentArrangement, TableComponent, presets};
+        let mut table = comfy_table::Table::new();
+        table
+            .load_preset(presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .remove_style(TableComponent::LeftBorder)
+            .remove_style(TableComponent::RightBorder)
+            .remove_style(TableComponent::HeaderLines)
+            .remove_style(TableComponent::VerticalLines)
+            .set_header(self.headers.clone());
+        for row in &self.rows {
+            table.add_row(row.clone());
         }
-        let mut out = String::new();
-        for row in std::iter::once(&self.headers).chain(&self.rows) {
-            let mut line = String::new();
-            for (i, width) in widths.iter().enumerate() {
-                let cell = row.get(i).map(String::as_str).unwrap_or("");
-                if i > 0 {
-                    line.push_str("  ");
-                }
-                let pad = width.saturating_sub(cell.chars().count());
-                match self.aligns.get(i).copied().unwrap_or(Align::Left) {
-                    Align::Left => {
-                        line.push_str(cell);
-                        line.extend(std::iter::repeat_n(' ', pad));
-                    }
-                    Align::Right => {
-                        line.extend(std::iter::repeat_n(' ', pad));
-                        line.push_str(cell);
-                    }
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
+        for (i, column) in table.column_iter_mut().enumerate() {
+            // No vertical lines: two spaces of padding after each column.
+            column.set_padding((0, 2));
+            column.set_cell_alignment(match self.aligns.get(i) {
+                Some(Align::Right) => CellAlignment::Right,
+                _ => CellAlignment::Left,
+            });
         }
-        out
+        table
+            .lines()
+            .map(|line| line.trim_end().to_string() + "\n")
+            .collect()
     }
 }
 
