@@ -5,8 +5,8 @@
 
 use crate::backend::{Client, ClientOptions, TestBackend};
 use crate::support::{
-    XorShift, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage, upload,
-    with_timeout,
+    SeededRng, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage,
+    upload, with_timeout,
 };
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
@@ -91,7 +91,7 @@ pub fn data_written_on_one_stream_is_seen_on_another<B: TestBackend>() {
     let writer = client.with_stream(StreamId::new((1 << 40) + 20));
     let worker = client.with_stream(StreamId::new((1 << 40) + 21));
     let reader = client.with_stream(StreamId::new((1 << 40) + 22));
-    let values = XorShift::new(60).i32s(5000, 1000);
+    let values = SeededRng::new(60).i32s(5000, 1000);
     let source = upload::<B, i32>(&writer, &values);
     let target = writer.empty(5000 * 4).unwrap();
     ops::add(&worker, &source, &source, &target, 5000, ElemType::I32).unwrap();
@@ -110,7 +110,7 @@ pub fn threads_sharing_a_client_see_their_own_data<B: TestBackend>() {
                 .map(|seed| {
                     let client = client.clone();
                     std::thread::spawn(move || {
-                        let values = XorShift::new(seed + 70).f32s(3000, 1.0);
+                        let values = SeededRng::new(seed + 70).f32s(3000, 1.0);
                         let handle = client.create(Bytes::from_slice(&values)).unwrap();
                         let out = client.empty(3000 * 4).unwrap();
                         ops::mul(&client, &handle, &handle, &out, 3000, ElemType::F32).unwrap();
@@ -150,7 +150,7 @@ fn check_read(client: &ComputeClient<impl cubert_runtime::Runtime>, slot: &Model
 
 /// Length of a new stress buffer: mostly tiny, sometimes a few thousand elements so that
 /// kernels spread over several cubes (and worker threads).
-fn stress_len(rng: &mut XorShift) -> usize {
+fn stress_len(rng: &mut SeededRng) -> usize {
     if rng.below(16) == 0 {
         1025 + rng.below(3000)
     } else {
@@ -161,7 +161,7 @@ fn stress_len(rng: &mut XorShift) -> usize {
 /// One random step on a thread's own buffers. Returns whether it read something.
 fn private_step<R: cubert_runtime::Runtime>(
     client: &ComputeClient<R>,
-    rng: &mut XorShift,
+    rng: &mut SeededRng,
     slots: &mut Vec<Modeled>,
     what: &str,
 ) -> bool {
@@ -251,7 +251,7 @@ fn private_stress<B: TestBackend>(mode: DeviceHandleMode, threads: usize, ops_pe
                     .map(|thread| {
                         let client = client.clone();
                         scope.spawn(move || {
-                            let mut rng = XorShift::new(1000 + thread as u64);
+                            let mut rng = SeededRng::new(1000 + thread as u64);
                             let mut slots = Vec::new();
                             let mut reads = 0usize;
                             for step in 0..ops_per_thread {
@@ -307,7 +307,7 @@ fn lock(slots: &SharedSlots, index: usize) -> std::sync::MutexGuard<'_, Option<M
 /// the work is queued on this thread's stream and the model updated under the locks.
 fn shared_step<R: cubert_runtime::Runtime>(
     client: &ComputeClient<R>,
-    rng: &mut XorShift,
+    rng: &mut SeededRng,
     slots: &SharedSlots,
     what: &str,
 ) -> bool {
@@ -410,7 +410,7 @@ pub fn stress_threads_sharing_handles_across_streams_match_host_model<B: TestBac
                         let client = client.clone();
                         let slots = slots.clone();
                         scope.spawn(move || {
-                            let mut rng = XorShift::new(5000 + thread as u64);
+                            let mut rng = SeededRng::new(5000 + thread as u64);
                             let mut reads = 0usize;
                             for step in 0..STRESS_OPS {
                                 let what = format!("thread {thread} step {step}");
@@ -454,7 +454,7 @@ struct OnDevice {
 /// switch of this thread's allocation mode. Returns whether it read something.
 fn multi_device_step<B: TestBackend>(
     clients: &[Client<B>],
-    rng: &mut XorShift,
+    rng: &mut SeededRng,
     slots: &mut Vec<OnDevice>,
     what: &str,
 ) -> bool {
@@ -568,7 +568,7 @@ fn multi_device_stress<B: TestBackend>(
                     .map(|thread| {
                         let clients = clients.clone();
                         scope.spawn(move || {
-                            let mut rng = XorShift::new(9000 + thread as u64);
+                            let mut rng = SeededRng::new(9000 + thread as u64);
                             let mut slots = Vec::new();
                             let mut reads = 0usize;
                             for step in 0..ops_per_thread {

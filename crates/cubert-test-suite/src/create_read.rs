@@ -2,14 +2,14 @@
 //! `read_async`, `read_one`, views, and `get_resource`.
 
 use crate::backend::{ClientOptions, TestBackend};
-use crate::support::{XorShift, client_in, client_with};
+use crate::support::{SeededRng, client_in, client_with};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::future::block_on;
 use cubert_runtime::{Bytes, ElemType, ops};
 
 fn create_then_read_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let mut rng = XorShift::new(1);
+    let mut rng = SeededRng::new(1);
     let floats = rng.f32s(1000, 100.0);
     let odd = rng.bytes(13);
     let from_elems = client.create(Bytes::from_elems(floats.clone())).unwrap();
@@ -37,7 +37,7 @@ in_both_modes!(
 
 fn read_async_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let mut rng = XorShift::new(2);
+    let mut rng = SeededRng::new(2);
     let data: Vec<Vec<u8>> = (0..4).map(|i| rng.bytes(100 + i * 37)).collect();
     let handles: Vec<_> = data
         .iter()
@@ -70,7 +70,7 @@ in_both_modes!(
 
 fn reads_see_launches_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let mut rng = XorShift::new(3);
+    let mut rng = SeededRng::new(3);
     let input = rng.f32s(3000, 10.0);
     let source = client.create(Bytes::from_slice(&input)).unwrap();
     let target = client.empty(3000 * 4).unwrap();
@@ -99,7 +99,7 @@ in_both_modes!(
 /// A read of a view returns exactly the view's bytes.
 pub fn read_of_a_view_returns_only_its_bytes<B: TestBackend>() {
     let client = crate::support::client::<B>();
-    let data = XorShift::new(4).bytes(256);
+    let data = SeededRng::new(4).bytes(256);
     let handle = client.create_from_slice(&data).unwrap();
     let view = handle.view(40, 100).unwrap();
     assert_eq!((view.offset_start(), view.offset_end()), (40, 140));
@@ -118,7 +118,7 @@ pub fn read_of_a_view_returns_only_its_bytes<B: TestBackend>() {
 /// Buffers large enough for the large pool (and odd sizes) round-trip exactly.
 pub fn large_and_odd_sized_buffers_round_trip<B: TestBackend>() {
     let client = crate::support::client::<B>();
-    let mut rng = XorShift::new(5);
+    let mut rng = SeededRng::new(5);
     for size in [1usize, 7, 511, 513, 4097, 3 << 20] {
         let data = rng.bytes(size);
         let handle = client.create(Bytes::from_bytes_vec(data.clone())).unwrap();
@@ -137,7 +137,7 @@ pub fn large_and_odd_sized_buffers_round_trip<B: TestBackend>() {
 pub fn get_resource_covers_exactly_the_handle_bytes<B: TestBackend>() {
     let client = crate::support::client::<B>();
     let handle = client
-        .create_from_slice(&XorShift::new(6).bytes(1000))
+        .create_from_slice(&SeededRng::new(6).bytes(1000))
         .unwrap();
     let resource = client.get_resource(handle.clone()).unwrap();
     assert_eq!(B::resource_len(resource.resource()), 1000);

@@ -2,7 +2,7 @@
 //! inside them, nesting, and clients shared across threads.
 
 use crate::backend::TestBackend;
-use crate::support::{XorShift, client_in, read_elems, upload, with_timeout};
+use crate::support::{SeededRng, client_in, read_elems, upload, with_timeout};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::{ElemType, ServerError, ops};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 fn exclusive_runs_work_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let values = XorShift::new(90).f32s(2000, 4.0);
+    let values = SeededRng::new(90).f32s(2000, 4.0);
     let result = client
         .exclusive(|| {
             let handle = upload::<B, f32>(&client, &values);
@@ -170,7 +170,7 @@ in_both_modes!(
 
 fn cross_thread_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let values = XorShift::new(91).i32s(1000, 100);
+    let values = SeededRng::new(91).i32s(1000, 100);
     let handle = upload::<B, i32>(&client, &values);
     let out = client.empty(1000 * 4).unwrap();
     let read = with_timeout(Duration::from_secs(60), "cross-thread use", {

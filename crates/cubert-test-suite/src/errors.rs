@@ -4,7 +4,7 @@
 
 use crate::backend::{Client, ClientOptions, TestBackend};
 use crate::support::{
-    XorShift, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage,
+    SeededRng, client, client_with, launch_elementwise_unchecked, read_elems, settled_usage,
     two_devices, upload,
 };
 use cubert_runtime::kernel::standard::{StandardKernel, encode_scalar};
@@ -110,7 +110,7 @@ pub fn out_of_memory_surfaces_at_sync_and_client_recovers<B: TestBackend>() {
     client.sync().expect("the error is reported once");
     drop(first);
     drop(second);
-    let data = XorShift::new(40).bytes(size);
+    let data = SeededRng::new(40).bytes(size);
     let third = client.create_from_slice(&data).unwrap();
     client
         .sync()
@@ -123,7 +123,7 @@ pub fn out_of_memory_surfaces_at_sync_and_client_recovers<B: TestBackend>() {
 /// are intact.
 pub fn out_of_memory_surfaces_at_read_and_failed_handle_is_not_found<B: TestBackend>() {
     let client = client_with::<B>(&ClientOptions::new().with_memory_limit(4 * MIB));
-    let live = upload::<B, u8>(&client, &XorShift::new(41).bytes(3 * MIB as usize));
+    let live = upload::<B, u8>(&client, &SeededRng::new(41).bytes(3 * MIB as usize));
     let failed = client.empty(3 * MIB as usize).unwrap();
     let error = client.read_one(live.clone()).unwrap_err();
     assert!(
@@ -147,7 +147,7 @@ pub fn out_of_memory_surfaces_at_read_and_failed_handle_is_not_found<B: TestBack
     );
     assert_eq!(
         client.read_one(live).unwrap().to_vec(),
-        XorShift::new(41).bytes(3 * MIB as usize)
+        SeededRng::new(41).bytes(3 * MIB as usize)
     );
 }
 
@@ -503,7 +503,7 @@ pub fn ops_refuse_lengths_beyond_their_handles_at_the_call<B: TestBackend>() {
 /// reported once.
 pub fn out_of_bounds_kernel_fails_at_sync_and_spares_neighbours<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(42);
+    let mut rng = SeededRng::new(42);
     let (lhs, rhs) = (rng.f32s(64, 10.0), rng.f32s(64, 10.0));
     let l = upload::<B, f32>(&client, &lhs);
     let r = upload::<B, f32>(&client, &rhs);

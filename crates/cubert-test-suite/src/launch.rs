@@ -2,7 +2,7 @@
 //! through `cubert_runtime::ops`, checked against plain Rust references.
 
 use crate::backend::{Client, TestBackend};
-use crate::support::{XorShift, assert_close, client, client_in, read_elems, upload};
+use crate::support::{SeededRng, assert_close, client, client_in, read_elems, upload};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::{
@@ -22,7 +22,7 @@ fn copy_arguments(
 
 fn launch_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let input = XorShift::new(20).f32s(5000, 50.0);
+    let input = SeededRng::new(20).f32s(5000, 50.0);
     let src = upload::<B, f32>(&client, &input);
     let dst = client.empty(5000 * 4).unwrap();
     let kernel = B::R::standard_kernel(StandardKernel::Copy(ElemType::F32)).unwrap();
@@ -42,7 +42,7 @@ in_both_modes!(
 
 fn launch_unchecked_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
-    let mut rng = XorShift::new(21);
+    let mut rng = SeededRng::new(21);
     let lhs = rng.i32s(777, 1 << 20);
     let rhs = rng.i32s(777, 1 << 20);
     let (l, r) = (
@@ -119,7 +119,7 @@ pub fn launch_over_zero_cubes_does_nothing<B: TestBackend>() {
 /// correct with any cube count.
 pub fn dynamic_cube_count_is_read_from_its_buffer<B: TestBackend>() {
     let client = client::<B>();
-    let input = XorShift::new(22).f32s(4000, 3.0);
+    let input = SeededRng::new(22).f32s(4000, 3.0);
     let src = upload::<B, f32>(&client, &input);
     let dst = client.empty(4000 * 4).unwrap();
     let count = upload::<B, u32>(&client, &[3, 2, 1]);
@@ -158,7 +158,7 @@ pub fn fill_writes_the_value_to_every_element<B: TestBackend>() {
 /// `copy` copies exactly `len` elements and leaves the rest of the destination alone.
 pub fn copy_copies_exactly_len_elements<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(23);
+    let mut rng = SeededRng::new(23);
     let source = rng.f64s(3000, 1e6);
     let before = rng.f64s(3000, 1.0);
     let src = upload::<B, f64>(&client, &source);
@@ -186,7 +186,7 @@ pub fn cast_f32_to_i32_truncates_and_saturates<B: TestBackend>() {
         2_147_483_520.0,
         -2_147_483_648.0,
     ];
-    values.extend(XorShift::new(24).f32s(1000, 1.0e5));
+    values.extend(SeededRng::new(24).f32s(1000, 1.0e5));
     let src = upload::<B, f32>(&client, &values);
     let dst = client.empty(values.len() * 4).unwrap();
     ops::cast(
@@ -224,7 +224,7 @@ pub fn cast_f32_to_i32_truncates_and_saturates<B: TestBackend>() {
 /// `cast` f32 -> f64 is exact.
 pub fn cast_f32_to_f64_is_exact<B: TestBackend>() {
     let client = client::<B>();
-    let mut values = XorShift::new(25).f32s(2500, 1.0e30);
+    let mut values = SeededRng::new(25).f32s(2500, 1.0e30);
     values.extend([f32::MIN_POSITIVE, f32::MAX, -0.0, 1.0e-40]);
     let src = upload::<B, f32>(&client, &values);
     let dst = client.empty(values.len() * 8).unwrap();
@@ -279,7 +279,7 @@ fn binary_case<B: TestBackend, T: Element>(
 /// `add` is exact against the Rust reference for f32, f64 and i32.
 pub fn add_matches_reference_for_f32_f64_i32<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(26);
+    let mut rng = SeededRng::new(26);
     let len = 6007;
     binary_case::<B, f32>(
         &client,
@@ -307,7 +307,7 @@ pub fn add_matches_reference_for_f32_f64_i32<B: TestBackend>() {
 /// `mul` is exact against the Rust reference for f32, f64 and i32.
 pub fn mul_matches_reference_for_f32_f64_i32<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(27);
+    let mut rng = SeededRng::new(27);
     let len = 6007;
     binary_case::<B, f32>(
         &client,
@@ -335,7 +335,7 @@ pub fn mul_matches_reference_for_f32_f64_i32<B: TestBackend>() {
 /// `add` with the output bound to an input (in place) is correct.
 pub fn add_in_place_into_an_input_is_correct<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(28);
+    let mut rng = SeededRng::new(28);
     let (lhs, rhs) = (rng.f32s(2048, 10.0), rng.f32s(2048, 10.0));
     let l = upload::<B, f32>(&client, &lhs);
     let r = upload::<B, f32>(&client, &rhs);
@@ -355,7 +355,7 @@ pub fn add_in_place_into_an_input_is_correct<B: TestBackend>() {
 /// `len` are untouched.
 pub fn add_and_mul_are_exact_for_every_length_and_alignment<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(29);
+    let mut rng = SeededRng::new(29);
     let total = 1040;
     let (a, b) = (rng.i32s(total, 1 << 20), rng.i32s(total, 1 << 20));
     let (x, y) = (rng.f32s(total, 10.0), rng.f32s(total, 10.0));
@@ -394,7 +394,7 @@ pub fn add_and_mul_are_exact_for_every_length_and_alignment<B: TestBackend>() {
 /// magnitudes), tightly for f64, exactly for i32.
 pub fn reduce_sum_matches_reference<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(29);
+    let mut rng = SeededRng::new(29);
     let (rows, cols) = (37, 1001);
     let input = rng.f32s(rows * cols, 100.0);
     let handle = upload::<B, f32>(&client, &input);
@@ -571,7 +571,7 @@ fn matmul_reference(
 /// relative tolerance (f32 and f64).
 pub fn matmul_matches_reference<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(30);
+    let mut rng = SeededRng::new(30);
     let (m, k, n) = (67, 45, 39);
     let lhs = rng.f32s(m * k, 2.0);
     let rhs = rng.f32s(k * n, 2.0);

@@ -9,7 +9,7 @@
 //! `CUBERT_LEAK_CYCLES` overrides both.
 
 use crate::backend::TestBackend;
-use crate::support::{XorShift, client, settled_usage};
+use crate::support::{SeededRng, client, settled_usage};
 use cubert_runtime::{Handle, StreamId};
 use std::time::Instant;
 
@@ -32,7 +32,7 @@ fn cycles_from_env(default: u64) -> u64 {
     }
 }
 
-fn size_of_cycle(rng: &mut XorShift) -> usize {
+fn size_of_cycle(rng: &mut SeededRng) -> usize {
     match rng.below(256) {
         // Large pool: mid-size shared segments and a dedicated one.
         0..2 => (1 << 20) + 1 + rng.below(3 << 20),
@@ -48,7 +48,7 @@ fn alloc_free_cycles<B: TestBackend>(what: &str, count: u64) {
     let baseline = settled_usage::<B>(&client);
     let started_report = client.memory_report().unwrap();
     let started = Instant::now();
-    let mut rng = XorShift::new(0x1ea4);
+    let mut rng = SeededRng::new(0x1ea4);
     let mut kept: Vec<Handle> = Vec::new();
     let mut persistent = 0u64;
     for cycle in 0..count {

@@ -3,7 +3,7 @@
 //! that outlive their handle.
 
 use crate::backend::TestBackend;
-use crate::support::{XorShift, client_in, read_elems, settled_usage, upload};
+use crate::support::{SeededRng, client_in, read_elems, settled_usage, upload};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::memory::{MemoryReport, PoolReport};
@@ -26,7 +26,7 @@ fn pool<'a>(report: &'a MemoryReport, name: &str) -> &'a PoolReport {
 fn baseline_in<B: TestBackend>(mode: DeviceHandleMode) {
     let client = client_in::<B>(mode);
     let baseline = settled_usage::<B>(&client);
-    let mut rng = XorShift::new(50);
+    let mut rng = SeededRng::new(50);
     let sizes = [1usize, 100, 4096, 100_000, 3 * MIB];
     let mut handles: Vec<_> = sizes
         .iter()
@@ -102,7 +102,7 @@ pub fn dropped_handle_is_reused_on_same_stream<B: TestBackend>() {
     client.sync().unwrap();
     let before = client.memory_report().unwrap();
     drop(first);
-    let data = XorShift::new(51).bytes(size);
+    let data = SeededRng::new(51).bytes(size);
     let second = client.create_from_slice(&data).unwrap();
     client.sync().unwrap();
     let after = client.memory_report().unwrap();
@@ -135,7 +135,7 @@ pub fn handles_dropped_before_their_allocation_runs_leave_nothing_in_use<B: Test
     let after = client.memory_usage().unwrap();
     assert_eq!(after.number_allocs, before.number_allocs, "{after:?}");
     assert_eq!(after.bytes_in_use, before.bytes_in_use, "{after:?}");
-    let data = XorShift::new(77).bytes(4096);
+    let data = SeededRng::new(77).bytes(4096);
     let handle = client.create_from_slice(&data).unwrap();
     assert!(client.read_one(handle).unwrap()[..] == data[..]);
 }
@@ -144,7 +144,7 @@ pub fn handles_dropped_before_their_allocation_runs_leave_nothing_in_use<B: Test
 /// its pools; peaks are at least the current values; device allocations are counted.
 pub fn memory_report_agrees_with_memory_usage<B: TestBackend>() {
     let client = crate::support::client::<B>();
-    let mut rng = XorShift::new(52);
+    let mut rng = SeededRng::new(52);
     let _small = client.create_from_slice(&rng.bytes(1000)).unwrap();
     let _large = client.create_from_slice(&rng.bytes(2 * MIB)).unwrap();
     let usage = settled_usage::<B>(&client);
@@ -171,7 +171,7 @@ pub fn memory_report_agrees_with_memory_usage<B: TestBackend>() {
 /// `memory_cleanup` gives back free cached memory only: live handles keep their data.
 pub fn memory_cleanup_keeps_live_handles_intact<B: TestBackend>() {
     let client = crate::support::client::<B>();
-    let mut rng = XorShift::new(53);
+    let mut rng = SeededRng::new(53);
     let keep_data = rng.bytes(5000);
     let keep = client.create_from_slice(&keep_data).unwrap();
     let big = client.create_from_slice(&rng.bytes(4 * MIB)).unwrap();
@@ -195,7 +195,7 @@ pub fn persistent_window_allocations_land_in_persistent_pool<B: TestBackend>() {
     let (outer, inner, after_inner, after) = (1000usize, 3000usize, 5000usize, 7000usize);
     let (handles, value) = client
         .memory_persistent_allocation(7u32, |seed| {
-            let mut rng = XorShift::new(u64::from(seed));
+            let mut rng = SeededRng::new(u64::from(seed));
             let a = client.create_from_slice(&rng.bytes(outer)).unwrap();
             let b = client
                 .memory_persistent_allocation((), |()| {
@@ -220,7 +220,7 @@ pub fn persistent_window_allocations_land_in_persistent_pool<B: TestBackend>() {
     let small = pool(&report, "small");
     assert_eq!(small.allocations, 1, "{report:?}");
     assert_eq!(small.bytes_in_use, after as u64, "{report:?}");
-    let mut rng = XorShift::new(7);
+    let mut rng = SeededRng::new(7);
     for (handle, size) in handles.iter().zip([outer, inner, after_inner]) {
         assert!(client.read_one(handle.clone()).unwrap()[..] == rng.bytes(size)[..]);
     }
@@ -289,7 +289,7 @@ pub fn allocation_mode_routes_until_reset<B: TestBackend>() {
 /// original data.
 pub fn binding_of_dropped_handle_keeps_memory_alive_for_launch<B: TestBackend>() {
     let client = crate::support::client::<B>();
-    let mut rng = XorShift::new(54);
+    let mut rng = SeededRng::new(54);
     let original = rng.f32s(1024, 100.0);
     let source = upload::<B, f32>(&client, &original);
     let by_value = source.clone().binding();

@@ -21,7 +21,7 @@
 //!   fixed, so CI runs are reproducible. The seed is printed with the figures.
 
 use crate::backend::{Client, ClientOptions, TestBackend};
-use crate::support::{XorShift, client_with};
+use crate::support::{SeededRng, client_with};
 use cubert_runtime::server::ComputeServer;
 use cubert_runtime::{
     Bytes, CopyDescriptor, ElemType, Handle, MemoryAllocationMode, Shape, StreamId, Strides, ops,
@@ -211,7 +211,7 @@ impl<B: TestBackend> Clients<B> {
 }
 
 fn values(seed: u64, len: usize) -> Vec<i32> {
-    let mut rng = XorShift::new(seed);
+    let mut rng = SeededRng::new(seed);
     (0..len).map(|_| rng.next_u64() as i32).collect()
 }
 

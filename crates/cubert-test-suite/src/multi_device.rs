@@ -2,7 +2,7 @@
 //! These tests need two devices and say so (and return) when the backend has one.
 
 use crate::backend::{ClientOptions, TestBackend};
-use crate::support::{XorShift, read_elems, settled_usage, two_devices, upload};
+use crate::support::{SeededRng, read_elems, settled_usage, two_devices, upload};
 use cubert_runtime::{Bytes, CopyDescriptor, ElemType, IoError, ServerError, Strides, ops};
 
 /// `to_client` copies a handle's bytes to the other device; the copy belongs to that device
@@ -12,7 +12,7 @@ pub fn to_client_copies_bytes_to_the_other_device<B: TestBackend>() {
         return;
     };
     assert_ne!(first.device_id(), second.device_id());
-    let values = XorShift::new(100).f32s(10_000, 100.0);
+    let values = SeededRng::new(100).f32s(10_000, 100.0);
     let source = upload::<B, f32>(&first, &values);
     let copy = first
         .to_client(source.clone(), &second, ElemType::F32)
@@ -36,7 +36,7 @@ pub fn to_client_tensor_of_pitched_tensor_arrives_dense<B: TestBackend>() {
         return;
     };
     let (rows, cols) = (5usize, 7usize);
-    let values = XorShift::new(101).i32s(rows * cols, 1000);
+    let values = SeededRng::new(101).i32s(rows * cols, 1000);
     let layout = first
         .create_tensor(Bytes::from_slice(&values), [rows, cols], 4)
         .unwrap();
@@ -95,7 +95,7 @@ pub fn round_trip_between_devices_preserves_bytes<B: TestBackend>() {
     let Some((first, second)) = two_devices::<B>(&ClientOptions::new()) else {
         return;
     };
-    let data = XorShift::new(102).bytes(100_003);
+    let data = SeededRng::new(102).bytes(100_003);
     let source = first.create_from_slice(&data).unwrap();
     let there = first.to_client(source, &second, ElemType::U8).unwrap();
     let back = second.to_client(there, &first, ElemType::U8).unwrap();

@@ -18,7 +18,7 @@
 //! `OutOfMemory`/`NotFound` fails the test; and at the end the client holds no allocation.
 
 use crate::backend::{Client, ClientOptions, TestBackend};
-use crate::support::{XorShift, client_with, settled_usage, with_timeout};
+use crate::support::{SeededRng, client_with, settled_usage, with_timeout};
 use cubert_runtime::{ElemType, Handle, IoError, LaunchError, ServerError, ops};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -51,7 +51,7 @@ fn read_i32s<B: TestBackend>(client: &Client<B>, handle: &Handle) -> Result<Vec<
 
 /// One thread's workload: returns (operations, allocations that failed).
 fn worker<B: TestBackend>(client: Client<B>, seed: u64, operations: usize) -> (usize, usize) {
-    let mut rng = XorShift::new(seed);
+    let mut rng = SeededRng::new(seed);
     // Confirmed handles and their contents; pending ones (created since the last sync).
     let mut handles: HashMap<usize, Handle> = HashMap::new();
     let mut model: HashMap<usize, Vec<i32>> = HashMap::new();
@@ -84,7 +84,7 @@ fn worker<B: TestBackend>(client: Client<B>, seed: u64, operations: usize) -> (u
                 if keys.is_empty() {
                     continue;
                 }
-                let pick = |rng: &mut XorShift| keys[rng.below(keys.len())];
+                let pick = |rng: &mut SeededRng| keys[rng.below(keys.len())];
                 let (lhs, rhs, out) = (pick(&mut rng), pick(&mut rng), pick(&mut rng));
                 let len = handles[&out].size() as usize / 4;
                 if handles[&lhs].size() < handles[&out].size()

@@ -5,7 +5,7 @@
 //! host round trip.
 
 use crate::backend::{ClientOptions, TestBackend};
-use crate::support::{XorShift, bytes_of, read_elems, two_devices, upload, with_timeout};
+use crate::support::{SeededRng, bytes_of, read_elems, two_devices, upload, with_timeout};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::{ElemType, StreamId, ops};
 use std::time::Duration;
@@ -45,7 +45,7 @@ fn rewritten_generic<B: TestBackend>(mode: DeviceHandleMode) {
         return;
     };
     with_timeout(LIMIT, "rewrite after to_client", move || {
-        let values = XorShift::new(300).f32s(4 << 20, 1000.0);
+        let values = SeededRng::new(300).f32s(4 << 20, 1000.0);
         let source = upload::<B, f32>(&first, &values);
         let copy = first
             .to_client(source.clone(), &second, ElemType::F32)

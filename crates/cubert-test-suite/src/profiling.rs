@@ -4,7 +4,7 @@
 //! clutter the test output.
 
 use crate::backend::{Client, ClientOptions, TestBackend};
-use crate::support::{XorShift, client, client_with, read_elems, upload};
+use crate::support::{SeededRng, client, client_with, read_elems, upload};
 use cubert_runtime::config::ProfileLevel;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::{ElemType, ProfileError, ops};
@@ -13,7 +13,7 @@ use cubert_runtime::{ElemType, ProfileError, ops};
 /// the profiled work really ran.
 pub fn profile_returns_output_and_ordered_ticks<B: TestBackend>() {
     let client = client::<B>();
-    let values = XorShift::new(80).f32s(100_000, 1.0);
+    let values = SeededRng::new(80).f32s(100_000, 1.0);
     let source = upload::<B, f32>(&client, &values);
     let target = client.empty(100_000 * 4).unwrap();
     let (output, duration) = client
@@ -35,7 +35,7 @@ pub fn profile_returns_output_and_ordered_ticks<B: TestBackend>() {
 /// Profiles nest: the inner profile lies within the outer one.
 pub fn nested_profiles_measure_inner_within_outer<B: TestBackend>() {
     let client = client::<B>();
-    let values = XorShift::new(81).f32s(50_000, 1.0);
+    let values = SeededRng::new(81).f32s(50_000, 1.0);
     let source = upload::<B, f32>(&client, &values);
     let target = client.empty(50_000 * 4).unwrap();
     let ((inner, inner_duration), outer_duration) = client
@@ -89,7 +89,7 @@ pub fn profile_of_panicking_work_is_an_error_and_client_keeps_working<B: TestBac
 }
 
 fn run_adds<B: TestBackend>(client: &Client<B>, times: usize) {
-    let values = XorShift::new(82).f32s(4096, 1.0);
+    let values = SeededRng::new(82).f32s(4096, 1.0);
     let handle = upload::<B, f32>(client, &values);
     let out = client.empty(4096 * 4).unwrap();
     for _ in 0..times {

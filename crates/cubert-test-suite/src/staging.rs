@@ -2,7 +2,7 @@
 //! (memory-mapped) bytes.
 
 use crate::backend::TestBackend;
-use crate::support::{XorShift, bytes_of, client};
+use crate::support::{SeededRng, bytes_of, client};
 use cubert_runtime::{AllocationProperty, Bytes, MemoryLayoutDescriptor};
 use std::io::Write;
 
@@ -17,7 +17,7 @@ pub fn reserve_staging_returns_usable_buffers_of_the_requested_sizes<B: TestBack
     for (buffer, size) in buffers.iter().zip(sizes) {
         assert_eq!(buffer.len(), size);
     }
-    let data = XorShift::new(110).bytes(1000);
+    let data = SeededRng::new(110).bytes(1000);
     buffers[1].copy_from_slice(&data);
     let staged = buffers.swap_remove(1);
     let handle = client.create(staged).unwrap();
@@ -40,7 +40,7 @@ pub fn huge_staging_request_is_an_out_of_memory_error<B: TestBackend>() {
 /// `create_from_slice_pinned` uploads the slice exactly.
 pub fn create_from_slice_pinned_round_trips<B: TestBackend>() {
     let client = client::<B>();
-    let data = XorShift::new(111).bytes(70_001);
+    let data = SeededRng::new(111).bytes(70_001);
     let handle = client.create_from_slice_pinned(&data).unwrap();
     assert_eq!(handle.size(), 70_001);
     assert!(client.read_one(handle).unwrap()[..] == data[..]);
@@ -49,7 +49,7 @@ pub fn create_from_slice_pinned_round_trips<B: TestBackend>() {
 /// `create_tensors_from_slices_pinned` uploads every tensor into its layout.
 pub fn create_tensors_from_slices_pinned_round_trips<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(112);
+    let mut rng = SeededRng::new(112);
     let a = rng.f32s(8 * 3, 2.0);
     let b = rng.i32s(10, 99);
     let (a_bytes, b_bytes) = (bytes_of(&a), bytes_of(&b));
@@ -79,7 +79,7 @@ pub fn create_tensors_from_slices_pinned_round_trips<B: TestBackend>() {
 /// without `file_only`; pinned buffers stay pinned.
 pub fn staging_keeps_buffer_contents<B: TestBackend>() {
     let client = client::<B>();
-    let mut rng = XorShift::new(113);
+    let mut rng = SeededRng::new(113);
     let (a, b) = (rng.bytes(333), rng.bytes(4096));
     let mut buffers = vec![
         Bytes::from_bytes_vec(a.clone()),
@@ -112,7 +112,7 @@ pub fn staging_keeps_buffer_contents<B: TestBackend>() {
 /// modified (even when the mapping is written to or staged).
 pub fn file_backed_bytes_upload_their_range_and_leave_the_file_unchanged<B: TestBackend>() {
     let client = client::<B>();
-    let contents = XorShift::new(114).bytes(10_000);
+    let contents = SeededRng::new(114).bytes(10_000);
     let mut file = tempfile::NamedTempFile::new().unwrap();
     file.write_all(&contents).unwrap();
     file.flush().unwrap();

@@ -39,44 +39,39 @@ pub fn two_devices<B: TestBackend>(options: &ClientOptions) -> Option<(Client<B>
     Some((first, second))
 }
 
-/// A tiny xorshift64 generator: deterministic pseudo-random test data without `rand`.
+/// Deterministic pseudo-random test data: a seeded `fastrand` generator and the draws the
+/// tests make from it.
 #[derive(Clone, Debug)]
-pub struct XorShift {
-    state: u64,
+pub struct SeededRng {
+    rng: fastrand::Rng,
 }
 
-impl XorShift {
+impl SeededRng {
     /// A generator seeded with `seed` (any value, 0 included).
     pub fn new(seed: u64) -> Self {
-        let mixed = (seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         Self {
-            state: if mixed == 0 { 1 } else { mixed },
+            rng: fastrand::Rng::with_seed(seed),
         }
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.state = x;
-        x
+        self.rng.u64(..)
     }
 
-    /// A value in `0..bound` (`bound` > 0).
+    /// A value in `0..bound` (`bound` > 0; 0 is taken as 1).
     pub fn below(&mut self, bound: usize) -> usize {
-        (self.next_u64() % bound.max(1) as u64) as usize
+        self.rng.usize(..bound.max(1))
     }
 
     /// A coin flip.
     pub fn coin(&mut self) -> bool {
-        self.next_u64() & 1 == 1
+        self.rng.bool()
     }
 
     /// A value in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.rng.f64()
     }
 
     /// `len` floats in `[-range, range)`, never all zero.

@@ -2,7 +2,7 @@
 //! `read_tensor*` with the returned and with other strides.
 
 use crate::backend::{Client, ClientOptions, TestBackend};
-use crate::support::{XorShift, bytes_of, client_with};
+use crate::support::{SeededRng, bytes_of, client_with};
 use cubert_runtime::future::block_on;
 use cubert_runtime::{Bytes, CopyDescriptor, ElemType, MemoryLayoutDescriptor, Strides, ops};
 
@@ -19,7 +19,7 @@ fn dense<B: TestBackend>() -> Client<B> {
 /// With a pitch alignment of 1, `create_tensor` lays tensors out dense and row-major.
 pub fn create_tensor_without_pitch_is_dense_row_major<B: TestBackend>() {
     let client = dense::<B>();
-    let values = XorShift::new(10).f32s(2 * 3 * 4, 5.0);
+    let values = SeededRng::new(10).f32s(2 * 3 * 4, 5.0);
     let layout = client
         .create_tensor(Bytes::from_slice(&values), [2, 3, 4], 4)
         .unwrap();
@@ -36,7 +36,7 @@ pub fn create_tensor_without_pitch_is_dense_row_major<B: TestBackend>() {
 pub fn read_of_pitched_tensor_returns_dense_rows<B: TestBackend>() {
     let client = pitched::<B>();
     let (rows, cols) = (3usize, 5usize);
-    let values = XorShift::new(11).f32s(rows * cols, 5.0);
+    let values = SeededRng::new(11).f32s(rows * cols, 5.0);
     let layout = client
         .create_tensor(Bytes::from_slice(&values), [rows, cols], 4)
         .unwrap();
@@ -71,7 +71,7 @@ pub fn read_of_pitched_tensor_returns_dense_rows<B: TestBackend>() {
 pub fn pitched_rank_three_tensor_round_trips<B: TestBackend>() {
     let client = pitched::<B>();
     let shape = [2usize, 3, 5];
-    let values = XorShift::new(12).f64s(30, 3.0);
+    let values = SeededRng::new(12).f64s(30, 3.0);
     let layout = client
         .create_tensor_from_slice(&bytes_of(&values), shape, 8)
         .unwrap();
@@ -88,13 +88,13 @@ pub fn pitched_rank_three_tensor_round_trips<B: TestBackend>() {
 /// Rank-1 tensors and contiguous descriptors are never pitched.
 pub fn rank_one_and_contiguous_tensors_are_never_pitched<B: TestBackend>() {
     let client = pitched::<B>();
-    let values = XorShift::new(13).f32s(7, 1.0);
+    let values = SeededRng::new(13).f32s(7, 1.0);
     let vector = client
         .create_tensor(Bytes::from_slice(&values), [7], 4)
         .unwrap();
     assert_eq!(vector.strides.as_slice(), &[1]);
     assert_eq!(vector.memory.size(), 28);
-    let matrix = XorShift::new(14).f32s(15, 1.0);
+    let matrix = SeededRng::new(14).f32s(15, 1.0);
     let layouts = client
         .create_tensors(vec![(
             MemoryLayoutDescriptor::contiguous([3, 5], 4),
@@ -116,7 +116,7 @@ pub fn rank_one_and_contiguous_tensors_are_never_pitched<B: TestBackend>() {
 /// non-overlapping offsets; `read_tensor` returns each tensor's dense data.
 pub fn create_tensors_packs_aligned_views_of_one_allocation<B: TestBackend>() {
     let client = pitched::<B>();
-    let mut rng = XorShift::new(15);
+    let mut rng = SeededRng::new(15);
     let a = rng.f32s(12, 2.0);
     let b = rng.bytes(5);
     let c = rng.f64s(4, 2.0);
@@ -165,7 +165,7 @@ pub fn create_tensors_packs_aligned_views_of_one_allocation<B: TestBackend>() {
 /// `create_tensors_from_slices` uploads every slice into its tensor.
 pub fn create_tensors_from_slices_round_trips<B: TestBackend>() {
     let client = pitched::<B>();
-    let mut rng = XorShift::new(16);
+    let mut rng = SeededRng::new(16);
     let a = rng.i32s(6 * 7, 1000);
     let b = rng.f32s(9, 4.0);
     let (a_bytes, b_bytes) = (bytes_of(&a), bytes_of(&b));
@@ -279,7 +279,7 @@ pub fn read_tensor_with_transposed_strides_returns_the_transpose<B: TestBackend>
 /// The async and single-tensor read variants return what `read_tensor` returns.
 pub fn read_tensor_variants_agree<B: TestBackend>() {
     let client = pitched::<B>();
-    let values = XorShift::new(17).f32s(4 * 9, 9.0);
+    let values = SeededRng::new(17).f32s(4 * 9, 9.0);
     let layout = client
         .create_tensor(Bytes::from_slice(&values), [4, 9], 4)
         .unwrap();
@@ -306,7 +306,7 @@ pub fn read_tensor_variants_agree<B: TestBackend>() {
 /// whole buffer keeps every element at its pitched position.
 pub fn kernels_on_pitched_buffers_keep_element_positions<B: TestBackend>() {
     let client = pitched::<B>();
-    let values = XorShift::new(18).i32s(3 * 5, 50);
+    let values = SeededRng::new(18).i32s(3 * 5, 50);
     let source = client
         .create_tensor(Bytes::from_slice(&values), [3, 5], 4)
         .unwrap();
