@@ -141,12 +141,9 @@ pub fn pattern(elem: ElemType, count: usize, seed: u32) -> Result<Bytes, IoError
         .checked_mul(elem.size())
         .ok_or_else(|| IoError::invalid(format!("{count} elements of {elem} overflow usize")))?;
     let mut bytes = Bytes::try_zeroed(len)?;
-    let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+    let mut rng = fastrand::Rng::with_seed(u64::from(seed));
     for element in bytes.chunks_exact_mut(elem.size()) {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let small = i64::from(state % 17) - 8;
+        let small = rng.i64(-8..=8);
         let value = small as f64 / 8.0;
         match elem {
             ElemType::F16 => element.copy_from_slice(&half::f16::from_f64(value).to_le_bytes()),
