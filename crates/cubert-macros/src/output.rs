@@ -165,6 +165,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     let #native_mut #ident = __cubert_args.array::<#elem>(#slot);
                 });
                 let read_plainly = plainly_read.contains(&ident.to_string());
+                // SAFETY (of the generated block): `native_reading` runs only for launches
+                // `plain_reads_allowed` accepted, which checks this array's alignment and that
+                // no written array overlaps it; the kernel never writes it (`&Array`, no
+                // atomic targets it: `crate::plain_reads`).
                 reading_setup.extend(if read_plainly {
                     quote! {
                         let #ident = unsafe { __cubert_args.gathered_array::<#elem>(#slot) };

@@ -39,7 +39,8 @@ pub trait Runtime: Sized + Send + Sync + 'static {
 
     /// Builds a standard kernel. The default builds the kernel-language standard kernels
     /// ([`crate::kernel::standard::standard_kernel`]) through [`Self::language_kernel`];
-    /// backends override it for the kernels they still write themselves.
+    /// backends override it for reduce-sum and matmul, whose default variant each picks from
+    /// its own table of the language's kernels.
     ///
     /// # Errors
     /// [`LaunchError`] if the backend doesn't support the kernel's element types, or
