@@ -23,6 +23,7 @@ mod bench;
 mod demo;
 mod error;
 mod info;
+mod logging;
 mod process_launcher;
 mod rng;
 mod verify;
@@ -35,7 +36,7 @@ use std::process::ExitCode;
 
 fn run(cli: Cli) -> CliResult<ExitCode> {
     let config = cubert::config::global_config();
-    cubert::logging::init_logging(&config.logging);
+    logging::install(&config.logging);
     match cli.command {
         Command::Info => info::run(cli.backend),
         Command::Launch(args) => process_launcher::run(args),

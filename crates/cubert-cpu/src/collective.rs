@@ -82,7 +82,7 @@ impl Launcher<CpuCall> for HostLauncher {
     }
 
     fn abandon(&mut self, _calls: &mut [Call<CpuCall>], error: &ServerError) {
-        log::warn!("CPU collective abandoned: {error}");
+        tracing::warn!("CPU collective abandoned: {error}");
     }
 }
 

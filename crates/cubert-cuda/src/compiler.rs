@@ -170,7 +170,7 @@ impl Compiler {
             std::fs::rename(&temporary, dir.join(format!("{key}.cubin")))
         };
         if let Err(error) = write(dir) {
-            log::warn!("can't write the kernel cache in {}: {error}", dir.display());
+            tracing::warn!("can't write the kernel cache in {}: {error}", dir.display());
         }
     }
 
@@ -194,8 +194,16 @@ impl Compiler {
                 Ok(bytes)
             }
             KernelSource::Cuda(source) => {
+                let _span = tracing::debug_span!(
+                    target: "cubert::compile",
+                    "nvrtc",
+                    kernel = kernel.name(),
+                    ?mode
+                )
+                .entered();
                 let key = self.disk_key(kernel, source, mode);
                 if let Some(cubin) = self.read_disk(&key) {
+                    tracing::debug!(target: "cubert::compile", "found in the disk cache");
                     return Ok(cubin);
                 }
                 let options = nvrtc_options(self.arch, mode, &kernel.compile_options());

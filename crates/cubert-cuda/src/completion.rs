@@ -84,7 +84,7 @@ impl Shared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if unhealthy.is_none() {
-            log::error!("CUDA device fault: {error}");
+            tracing::error!("CUDA device fault: {error}");
             *unhealthy = Some(error);
         }
     }

@@ -314,7 +314,9 @@ impl Transfers {
                 match self.pinned.take(CHUNK) {
                     Ok(chunk) => self.ring.slots.push((chunk, None)),
                     Err(error) => {
-                        log::debug!("no pinned staging ({error}); uploading from pageable memory");
+                        tracing::debug!(
+                            "no pinned staging ({error}); uploading from pageable memory"
+                        );
                         break;
                     }
                 }

@@ -74,7 +74,19 @@ impl AllocationController for MmapController {
     }
 }
 
-/// An owned, contiguous host buffer with a known [`AllocationProperty`].
+/// An owned, contiguous host buffer with a known [`AllocationProperty`]: what
+/// [`ComputeClient::create`](crate::ComputeClient::create) uploads and what reads return.
+/// It dereferences to `[u8]`.
+///
+/// ```
+/// use cubert_runtime::Bytes;
+///
+/// let bytes = Bytes::from_elems(vec![1.0f32, -2.0]); // takes the vector, no copy
+/// assert_eq!(bytes.len(), 8);
+/// assert_eq!(&bytes[..4], &1.0f32.to_ne_bytes()); // the bytes in native order
+/// assert_eq!(bytes.to_elems::<f32>(), vec![1.0, -2.0]);
+/// assert_eq!(bytes.as_elems::<f32>(), Some(&[1.0f32, -2.0][..]));
+/// ```
 pub struct Bytes {
     controller: Box<dyn AllocationController>,
     len: usize,
@@ -86,7 +98,14 @@ impl Bytes {
         Self::from_elems(data)
     }
 
-    /// Wraps a heap vector of plain elements (no copy): `Bytes::from_elems(vec![1.0f32; 4])`.
+    /// Wraps a heap vector of plain elements (no copy).
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// let bytes = Bytes::from_elems(vec![1.0f32; 4]);
+    /// assert_eq!(bytes.len(), 16);
+    /// assert_eq!(Bytes::from_elems(vec![1u16, 2, 3]).len(), 6);
+    /// ```
     pub fn from_elems<T: Pod + Send + Sync>(data: Vec<T>) -> Self {
         let len = std::mem::size_of_val(data.as_slice());
         Self {
@@ -246,6 +265,14 @@ impl Bytes {
 
     /// Copies the bytes into a vector of `T` (any alignment). Trailing bytes that don't make a
     /// whole element are ignored.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// let bytes = Bytes::from_elems(vec![7u32, 8]);
+    /// assert_eq!(bytes.to_elems::<u32>(), vec![7, 8]);
+    /// assert_eq!(bytes.to_elems::<u64>().len(), 1); // 8 bytes make one u64
+    /// assert_eq!(Bytes::from_elems(vec![0u8; 6]).to_elems::<u32>().len(), 1); // 2 bytes left over
+    /// ```
     pub fn to_elems<T: Pod>(&self) -> Vec<T> {
         if let Some(elems) = self.as_elems::<T>() {
             return elems.to_vec();
@@ -257,6 +284,11 @@ impl Bytes {
     }
 
     /// Copies the bytes into a new `Vec<u8>`.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// assert_eq!(Bytes::from_bytes_vec(vec![1, 2, 3]).to_vec(), vec![1u8, 2, 3]);
+    /// ```
     pub fn to_vec(&self) -> Vec<u8> {
         self.deref().to_vec()
     }

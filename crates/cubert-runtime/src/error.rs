@@ -1,11 +1,32 @@
 //! The error types of the runtime.
 //!
-//! Every fallible call of the client returns one of these. They follow the spec's enums
-//! (`ServerError`, `LaunchError`, `ResourceLimitError`, `IoError`, `ProfileError`) with a few
-//! additions where the spec had no way to say what went wrong: `IoError::OutOfMemory` (a
-//! transient failure, distinct from `BufferTooBig` which can never succeed),
-//! `IoError::InvalidArgument`, `ServerError::OutOfBounds`, `ServerError::KernelFailed` and
-//! `ServerError::Unsupported`.
+//! Every fallible call of the client returns one of these:
+//! - [`IoError`] for memory and transfers (`create`, `empty`, `write`, `copy`, views). A
+//!   request that can never succeed ([`IoError::BufferTooBig`], [`IoError::InvalidArgument`])
+//!   is told apart from one the device can't serve now ([`IoError::OutOfMemory`]);
+//! - [`LaunchError`] for a launch refused on the caller's thread (a device limit, a buffer
+//!   too small for the call, a kernel that doesn't build);
+//! - [`ServerError`] for what queued work found on the device, returned by the next
+//!   `flush`, `sync` or read of the stream (an out-of-bounds access, a failed kernel, memory
+//!   that ran out), and for the errors of reads;
+//! - [`ProfileError`] for profiling.
+//!
+//! Match on the variant to react to one kind of failure; `Display` gives a message that says
+//! what went wrong and what to do.
+//!
+//! ```
+//! use cubert_runtime::{IoError, LaunchError, ops};
+//! # let client = cubert_cpu::default_client()?;
+//!
+//! let small = client.empty(16)?;
+//! match ops::fill(&client, &small, 1000, 0.0f32) {
+//!     Err(LaunchError::IoError(IoError::InvalidArgument { reason, .. })) => {
+//!         assert!(reason.contains("`out` holds 16 bytes"), "{reason}");
+//!     }
+//!     other => panic!("expected the fill to be refused, got {other:?}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! All errors are `Clone` and serializable with serde; the captured backtrace is skipped when
 //! serializing.
@@ -108,7 +129,19 @@ pub enum ProfileError {
     Server(#[from] Box<ServerError>),
 }
 
-/// Kernel launch errors.
+/// Kernel launch errors, returned by the launch itself (before anything is queued).
+///
+/// ```
+/// use cubert_runtime::{IoError, LaunchError, ops};
+/// # let client = cubert_cpu::default_client()?;
+///
+/// let four = client.empty(4 * 4)?;
+/// let error = ops::fill(&client, &four, 5, 1.0f32).unwrap_err(); // 5 f32 in 16 bytes
+/// assert!(matches!(error, LaunchError::IoError(IoError::InvalidArgument { .. })));
+/// assert!(error.to_string().contains("ops::fill"), "{error}");
+/// ops::fill(&client, &four, 4, 1.0f32)?; // the client keeps working
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, thiserror::Error, Serialize, Deserialize)]
 pub enum LaunchError {
     /// The kernel can't be compiled.
@@ -178,7 +211,7 @@ pub enum ResourceLimitError {
         #[serde(skip)]
         backtrace: BackTrace,
     },
-    /// The cube count exceeds the maximum (cubert addition).
+    /// The cube count exceeds the maximum.
     #[error("cube count {requested:?} exceeds the device's maximum {max:?}")]
     CubeCount {
         /// Cube count requested.
@@ -193,6 +226,34 @@ pub enum ResourceLimitError {
 
 /// An error that happened while executing queued work, returned by the next
 /// `flush`/`sync`/`read` on the stream.
+///
+/// ```
+/// use cubert_runtime::lang::prelude::*;
+/// use cubert_runtime::{CubeCount, CubeDim, ServerError};
+///
+/// #[cubert_macros::kernel(crate = cubert_runtime)]
+/// fn off_by_one(out: &mut Array<u32>) {
+///     out[ABSOLUTE_POS + 1] = 1; // the last unit writes past the end
+/// }
+///
+/// fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let client = cubert_cpu::default_client()?;
+///     let out = client.empty(4 * 4)?;
+///     // The launch is queued: nothing is known yet.
+///     off_by_one::launch::<cubert_cpu::CpuRuntime>(
+///         &client, CubeCount::new_1d(1), CubeDim::new_1d(4), &out,
+///     )?;
+///     match client.sync() {
+///         Err(ServerError::OutOfBounds { kernel, accesses, .. }) => {
+///             assert!(kernel.contains("off_by_one"), "{kernel}");
+///             assert_eq!(accesses, 1);
+///         }
+///         other => panic!("expected an out-of-bounds error, got {other:?}"),
+///     }
+///     client.sync()?; // reported once; the client keeps working
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone, Debug, thiserror::Error, Serialize, Deserialize)]
 pub enum ServerError {
     /// A generic runtime error.

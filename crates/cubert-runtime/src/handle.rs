@@ -18,8 +18,8 @@
 //! (`DeviceMemory::allocate`, `MemoryManager::release_early`). Ids are never reused, so a
 //! stale id can never point to another allocation.
 //!
-//! `Handle::copy_descriptor` is defined in `copy`, which builds on this module: a handle
-//! knows nothing of copies.
+//! [`Handle::copy_descriptor`] describes a view as a strided region, for the tensor reads
+//! and writes of the client.
 
 use crate::device::DeviceId;
 use crate::error::IoError;
@@ -171,7 +171,22 @@ impl fmt::Debug for HandleFactory {
 /// A reference to device memory (or a view into it) owned by the caller.
 ///
 /// Clones share the memory; the memory is reused after the last clone and every queued task
-/// using it are gone.
+/// using it are gone. A handle knows its size and where it starts in its allocation; a
+/// [view](Handle::view) is a sub-range of the same memory, without a copy.
+///
+/// ```
+/// # use cubert_runtime::Bytes;
+/// # let client = cubert_cpu::default_client()?;
+/// let handle = client.create(Bytes::from_elems(vec![10u32, 20, 30, 40]))?;
+/// assert_eq!((handle.offset(), handle.size()), (0, 16));
+/// assert_eq!(handle.device(), client.device_id());
+///
+/// let tail = handle.view(8, 8)?; // elements 2 and 3
+/// assert_eq!((tail.offset_start(), tail.offset_end()), (8, 16));
+/// assert_eq!(tail.id(), handle.id()); // the same allocation
+/// assert_eq!(client.read_one(tail)?.to_elems::<u32>(), vec![30, 40]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Handle {
     memory: Arc<MemoryRecord>,
@@ -227,7 +242,7 @@ macro_rules! memory_accessors {
 impl Handle {
     memory_accessors!();
 
-    /// Size of this view in bytes (the spec's name for [`Handle::size`]).
+    /// Size of this view in bytes: the same as [`Handle::size`].
     pub fn size_in_used(&self) -> u64 {
         self.size
     }
@@ -257,7 +272,20 @@ impl Handle {
         self.clone().binding()
     }
 
-    /// A view of `size` bytes starting `offset` bytes into this view.
+    /// A view of `size` bytes starting `offset` bytes into this view. The view shares the
+    /// memory (no copy) and keeps it alive like the handle does.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![1u8, 2, 3, 4, 5, 6]))?;
+    /// let middle = handle.view(1, 4)?; // bytes 1..5
+    /// let inner = middle.view(1, 2)?; // relative to `middle`: bytes 2..4
+    /// assert_eq!((inner.offset(), inner.size()), (2, 2));
+    /// assert_eq!(client.read_one(inner)?.to_vec(), vec![3, 4]);
+    /// assert!(handle.view(4, 4).is_err()); // past the end
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`IoError::InvalidArgument`] if the range is not inside this view.

@@ -14,8 +14,9 @@
 //! `config`, `tune` (autotuning), `distributed` (process groups and their rendezvous),
 //! `error`.
 //!
-//! To follow one buffer through these modules (create, launch, read, drop, reuse, release,
-//! with the file and function of each step), read `docs/architecture.md` in the repository.
+//! Applications usually depend on the `cubert` crate, which re-exports this one with the
+//! backends and the kernel language. Start with [`ComputeClient`], [`Handle`], [`Bytes`],
+//! [`ops`] and [`error`]: their docs have runnable examples.
 
 #![warn(missing_docs)]
 

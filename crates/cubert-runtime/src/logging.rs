@@ -1,4 +1,4 @@
-//! Profiling records, the per-kernel summary, Chrome traces, and a simple log sink.
+//! Profiling records, the per-kernel summary and Chrome traces.
 //!
 //! Each device has a [`ServerLogger`]. When profiling is enabled (`[profiling] level`), the
 //! client times every launch and hands the duration to the logger; the logger aggregates
@@ -6,10 +6,10 @@
 //! new was recorded). The same records can be written as a Chrome trace (`chrome://tracing`,
 //! Perfetto).
 //!
-//! [`init_logging`] installs a minimal `log` sink for programs that have none (the CLI uses
-//! it); libraries embedding cubert keep their own logger.
+//! Log events and spans are separate from profiling: cubert emits them through `tracing`
+//! (see the crate docs), and the program's subscriber decides where they go.
 
-use crate::config::{LogOutput, LoggingConfig, ProfileLevel, ProfilingConfig};
+use crate::config::{LogOutput, ProfileLevel, ProfilingConfig};
 use crate::profile::{ProfileDuration, ProfileTicks};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -308,7 +308,7 @@ fn write_output(output: &LogOutput, text: &str) {
         LogOutput::File(path) => append_line(path, text),
     };
     if let Err(error) = result {
-        log::warn!("can't write the profile summary to {output:?}: {error}");
+        tracing::warn!("can't write the profile summary to {output:?}: {error}");
     }
 }
 
@@ -318,74 +318,6 @@ fn append_line(path: &Path, text: &str) -> std::io::Result<()> {
         .append(true)
         .open(path)
         .and_then(|mut file| writeln!(file, "{text}"))
-}
-
-struct SimpleLogger {
-    level: log::LevelFilter,
-    output: LogOutput,
-}
-
-impl log::Log for SimpleLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= self.level
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let line = format!("[{} {}] {}", record.level(), record.target(), record.args());
-            let result = match &self.output {
-                LogOutput::Stdout => writeln!(std::io::stdout().lock(), "{line}"),
-                LogOutput::Stderr => writeln!(std::io::stderr().lock(), "{line}"),
-                LogOutput::File(path) => append_line(path, &line),
-            };
-            if let Err(error) = result {
-                // Never drop a line silently: it goes to stderr with the reason.
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "{line} [cubert: logging.output {:?} can't be written: {error}]",
-                    self.output
-                );
-            }
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-/// Installs a minimal logger writing to the configured output, unless the program already
-/// installed one. Returns whether it was installed.
-pub fn init_logging(config: &LoggingConfig) -> bool {
-    let level = match config.level.as_str() {
-        "off" => log::LevelFilter::Off,
-        "error" => log::LevelFilter::Error,
-        "info" => log::LevelFilter::Info,
-        "debug" => log::LevelFilter::Debug,
-        "trace" => log::LevelFilter::Trace,
-        _ => log::LevelFilter::Warn,
-    };
-    let mut output = config.output.clone();
-    if let LogOutput::File(path) = &output
-        && let Err(error) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-    {
-        // Said once, where the user looks, and every line still lands somewhere.
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "[WARN cubert] logging.output = {}: can't be opened for writing ({error}); \
-             logging to stderr",
-            path.display()
-        );
-        output = LogOutput::Stderr;
-    }
-    let logger = SimpleLogger { level, output };
-    if log::set_boxed_logger(Box::new(logger)).is_ok() {
-        log::set_max_level(level);
-        true
-    } else {
-        false
-    }
 }
 
 #[cfg(test)]
@@ -431,6 +363,20 @@ mod tests {
         assert_eq!(summary.kernels[0].max, Duration::from_micros(30));
         assert_eq!(summary.kernels[1].name, "mul");
         assert!(summary.to_string().contains("add"));
+        assert!(
+            lines[1].starts_with("add ") && lines[1].ends_with("88.9%"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("mul ") && lines[2].ends_with("11.1%"),
+            "{text}"
+        );
+        // Right-aligned numbers: every row ends at the header's last column.
+        let width = |line: &str| line.chars().count();
+        assert!(
+            lines.iter().all(|line| width(line) == width(lines[0])),
+            "{text}"
+        );
     }
 
     #[test]

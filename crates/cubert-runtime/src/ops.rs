@@ -1,22 +1,34 @@
-//! Launch helpers for the standard kernels.
+//! Ready-made operations on device buffers: fill, copy, cast, add, mul, row sums and
+//! matrix products.
 //!
 //! Each helper builds the runtime's standard kernel, packs the buffers and info as
-//! `kernel::standard` documents, picks a cube count, and launches on the client's stream.
-//! Backend-generic code (tests, the CLI, benchmarks) runs the same workload on every
-//! backend through them.
+//! [`kernel::standard`](crate::kernel::standard) documents, picks a cube count, and launches
+//! on the client's stream: it returns once the work is queued, like any launch. The same
+//! call runs on every backend, so code generic over [`Runtime`] gets the same results on
+//! each.
+//!
+//! ```
+//! use cubert_runtime::{Bytes, ElemType, ops};
+//! # let client = cubert_cpu::default_client()?;
+//!
+//! let x = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0, 4.0]))?;
+//! let y = client.empty(4 * 4)?;
+//! ops::fill(&client, &y, 4, 10.0f32)?; // y = 10
+//! ops::add(&client, &x, &y, &y, 4, ElemType::F32)?; // y = x + y, in place
+//! let sums = client.empty(2 * 4)?;
+//! ops::reduce_sum(&client, &y, &sums, 2, 2, ElemType::F32)?; // y as 2 rows of 2
+//! assert_eq!(client.read_one(sums)?.to_elems::<f32>(), vec![23.0, 27.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! Every helper checks, on the caller's thread and before anything is queued, that each
 //! buffer holds the elements the lengths and shapes ask of it: a length beyond a handle is
 //! an [`IoError::InvalidArgument`] naming the helper and the argument, never a launch
 //! that runs over the device's memory until a bounds check stops it.
 //!
-//! Elementwise kernels (written in the kernel language, `kernel::standard::elementwise`)
-//! visit every element whatever the grid; the helpers launch one unit per element on every
-//! device, as a hand-written CUDA kernel launches (on an H200 that full grid streams HBM
-//! ~7 % faster than a grid capped at a few cubes per SM looping over the range), and the
-//! grid the CPU runs at the speed of a plain loop. Kernels index with `u32`, so a call over
-//! more than [`ELEMENTS_PER_LAUNCH`] elements is split into launches over views of that
-//! many elements.
+//! Elementwise helpers launch one unit per element. Kernels index with `u32`, so a call
+//! over more than [`ELEMENTS_PER_LAUNCH`] elements is split into launches over views of
+//! that many elements.
 
 use crate::client::ComputeClient;
 use crate::elem::{ElemType, Element};
@@ -216,8 +228,20 @@ pub fn noop<R: Runtime>(client: &ComputeClient<R>) -> Result<(), LaunchError> {
 
 /// `out[i] = value` for `i < len`.
 ///
+/// ```
+/// # use cubert_runtime::ops;
+/// # let client = cubert_cpu::default_client()?;
+/// let out = client.empty(5 * 4)?;
+/// ops::fill(&client, &out, 5, -1i32)?;
+/// assert_eq!(client.read_one(out.clone())?.to_elems::<i32>(), vec![-1; 5]);
+/// // Checked before anything is queued: 6 i32 don't fit in 20 bytes.
+/// assert!(ops::fill(&client, &out, 6, 0i32).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// [`IoError::InvalidArgument`] (in [`LaunchError::IoError`]) if `out` holds fewer than
+/// `len` elements; as [`ComputeClient::launch`].
 pub fn fill<R: Runtime, T: Element>(
     client: &ComputeClient<R>,
     out: &Handle,
@@ -265,6 +289,16 @@ pub fn copy<R: Runtime>(
 
 /// `dst[i] = src[i] as to` for `i < len`.
 ///
+/// ```
+/// # use cubert_runtime::{Bytes, ElemType, ops};
+/// # let client = cubert_cpu::default_client()?;
+/// let src = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 300.0]))?;
+/// let dst = client.empty(3 * 4)?;
+/// ops::cast(&client, &src, &dst, 3, ElemType::F32, ElemType::I32)?;
+/// assert_eq!(client.read_one(dst)?.to_elems::<i32>(), vec![1, 2, 300]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`ComputeClient::launch`].
 pub fn cast<R: Runtime>(
@@ -287,6 +321,17 @@ pub fn cast<R: Runtime>(
 }
 
 /// `out[i] = lhs[i] + rhs[i]` for `i < len`.
+///
+/// ```
+/// # use cubert_runtime::{Bytes, ElemType, ops};
+/// # let client = cubert_cpu::default_client()?;
+/// let lhs = client.create(Bytes::from_elems(vec![1u32, 2, 3]))?;
+/// let rhs = client.create(Bytes::from_elems(vec![10u32, 20, 30]))?;
+/// let out = client.empty(3 * 4)?;
+/// ops::add(&client, &lhs, &rhs, &out, 3, ElemType::U32)?;
+/// assert_eq!(client.read_one(out)?.to_elems::<u32>(), vec![11, 22, 33]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// As [`ComputeClient::launch`].
@@ -335,6 +380,16 @@ pub fn mul<R: Runtime>(
 }
 
 /// `out[r] = sum of row r` of a row-major `rows × cols` matrix.
+///
+/// ```
+/// # use cubert_runtime::{Bytes, ElemType, ops};
+/// # let client = cubert_cpu::default_client()?;
+/// let matrix = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]))?;
+/// let sums = client.empty(2 * 4)?;
+/// ops::reduce_sum(&client, &matrix, &sums, 2, 3, ElemType::F32)?; // 2 rows of 3
+/// assert_eq!(client.read_one(sums)?.to_elems::<f32>(), vec![6.0, 15.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// As [`ComputeClient::launch`].
@@ -434,6 +489,17 @@ pub fn check_matmul(
 
 /// `out = lhs × rhs` for row-major `lhs` (m×k), `rhs` (k×n), `out` (m×n), by the
 /// backend's default matmul.
+///
+/// ```
+/// # use cubert_runtime::{Bytes, ElemType, ops};
+/// # let client = cubert_cpu::default_client()?;
+/// let lhs = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0, 4.0]))?; // [[1, 2], [3, 4]]
+/// let rhs = client.create(Bytes::from_elems(vec![5.0f32, 6.0, 7.0, 8.0]))?; // [[5, 6], [7, 8]]
+/// let out = client.empty(4 * 4)?;
+/// ops::matmul(&client, &lhs, &rhs, &out, 2, 2, 2, ElemType::F32)?;
+/// assert_eq!(client.read_one(out)?.to_elems::<f32>(), vec![19.0, 22.0, 43.0, 50.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// As [`launch_matmul`].

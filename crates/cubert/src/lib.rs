@@ -84,6 +84,18 @@
 //! options, profiling and logging; [`config`] documents every key. A bad value is reported
 //! as a warning and keeps its default.
 //!
+//! # Logs and traces
+//!
+//! cubert reports through [`tracing`](https://docs.rs/tracing): warnings and errors as
+//! events, and a span for each launch (`cubert::launch`: `launch` on the caller's thread,
+//! `execute` on the device's runner), kernel build (`cubert::compile`), transfer
+//! (`cubert::transfer`: `upload`, `write`, `read`, `to_client`) and allocation
+//! (`cubert::memory`, with an event for each device allocation). Install any subscriber
+//! (`tracing_subscriber::fmt`, `tracing-chrome` for a Perfetto timeline) to see them next to
+//! your own spans; without one, the events reach a `log` logger if the program has one. The
+//! `cubert` command prints them at `[logging] level`, or as `RUST_LOG` says
+//! (`RUST_LOG=cubert::memory=debug cubert demo`).
+//!
 //! # Choosing a backend
 //!
 //! A client is typed by its runtime. Code written once, generic over [`Runtime`], runs on

@@ -61,7 +61,7 @@ impl AccessChecker {
         self.violations.fetch_add(1, Ordering::Relaxed);
         if self.mode == ExecutionMode::Validate {
             let description = what();
-            log::warn!("kernel `{}`: out-of-bounds {description}", self.kernel);
+            tracing::warn!("kernel `{}`: out-of-bounds {description}", self.kernel);
             let _ = self.first.set(description);
         } else if self.first.get().is_none() {
             let _ = self.first.set(what());
@@ -82,7 +82,7 @@ impl AccessChecker {
         }
         if self.mode == ExecutionMode::Validate {
             let description = what();
-            log::warn!(
+            tracing::warn!(
                 "kernel `{}`: {count} out-of-bounds accesses: {description}",
                 self.kernel
             );
@@ -101,7 +101,7 @@ impl AccessChecker {
     #[cold]
     pub fn race(&self, description: &str) {
         self.races.fetch_add(1, Ordering::Relaxed);
-        log::warn!("kernel `{}`: data race: {description}", self.kernel);
+        tracing::warn!("kernel `{}`: data race: {description}", self.kernel);
         let _ = self.first_race.set(description.to_string());
     }
 

@@ -95,7 +95,7 @@ fn dump(entry: &str, source: &str) {
     let path = dir.join(format!("{entry}.cu"));
     let written = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, source));
     if let Err(error) = written {
-        log::warn!(
+        tracing::warn!(
             "CUBERT_KERNEL_DUMP: can't write {}: {error}",
             path.display()
         );

@@ -26,15 +26,17 @@ impl<R: Runtime> ComputeClient<R> {
     /// it, before the work queued after it. Copying a view onto itself does nothing.
     ///
     /// ```
-    /// # use cubert_runtime::{Bytes, ComputeClient};
-    /// # fn demo<R: cubert_runtime::Runtime>(client: &ComputeClient<R>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
     /// let source = client.create(Bytes::from_elems(vec![1u32, 2, 3, 4]))?;
     /// let destination = client.empty(16)?;
     /// client.copy(&source, &destination)?;
     /// // The last two elements into the first two, through views.
     /// client.copy(&source.view(8, 8)?, &destination.view(0, 8)?)?;
-    /// assert_eq!(client.read_one(destination)?.to_elems::<u32>(), vec![3, 4, 3, 4]);
-    /// # Ok(()) }
+    /// assert_eq!(client.read_one(destination.clone())?.to_elems::<u32>(), vec![3, 4, 3, 4]);
+    /// // Sizes must match: refused before anything is queued.
+    /// assert!(client.copy(&source, &destination.view(0, 8)?).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors

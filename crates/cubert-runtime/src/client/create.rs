@@ -48,6 +48,12 @@ impl<R: Runtime> ComputeClient<R> {
                 )));
             }
         }
+        let _span = tracing::debug_span!(
+            target: "cubert::transfer",
+            "upload",
+            bytes = data.iter().map(Bytes::len).sum::<usize>()
+        )
+        .entered();
         let stream = self.stream_id();
         let (base, layouts) = self.utilities.layout_policy.apply(stream, &descriptors)?;
         self.staging(data.iter_mut(), file_only_staging);
@@ -92,7 +98,20 @@ impl<R: Runtime> ComputeClient<R> {
             .ok_or_else(|| IoError::invalid("the layout policy returned no layout"))
     }
 
-    /// Uploads `data` into new device memory and returns its handle.
+    /// Uploads `data` into new device memory and returns its handle. Returns at once: the
+    /// upload is queued on the client's stream, before the work queued after it.
+    ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, IoError};
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![1u32, 2, 3]))?;
+    /// assert_eq!(handle.size(), 12);
+    /// assert_eq!(client.read_one(handle)?.to_elems::<u32>(), vec![1, 2, 3]);
+    ///
+    /// let nothing = Bytes::from_elems(Vec::<u32>::new());
+    /// assert!(matches!(client.create(nothing), Err(IoError::InvalidArgument { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`IoError::InvalidArgument`] for empty data, [`IoError::BufferTooBig`] if it can never
@@ -204,8 +223,12 @@ impl<R: Runtime> ComputeClient<R> {
         if let Some(staging) = &self.utilities.staging {
             match staging.reserve(sizes) {
                 Ok(buffers) if buffers.len() == sizes.len() => return Ok(buffers),
-                Ok(_) => log::warn!("the staging provider returned the wrong number of buffers"),
-                Err(error) => log::debug!("pinned staging unavailable, using heap memory: {error}"),
+                Ok(_) => {
+                    tracing::warn!("the staging provider returned the wrong number of buffers")
+                }
+                Err(error) => {
+                    tracing::debug!("pinned staging unavailable, using heap memory: {error}")
+                }
             }
         }
         sizes.iter().map(|&size| Bytes::try_zeroed(size)).collect()
@@ -246,6 +269,19 @@ impl<R: Runtime> ComputeClient<R> {
     }
 
     /// Reserves `size` bytes of uninitialized device memory.
+    ///
+    /// ```
+    /// # use cubert_runtime::{IoError, ops};
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.empty(256 * 4)?; // room for 256 u32
+    /// assert_eq!(handle.size(), 1024);
+    /// ops::fill(&client, &handle, 256, 7u32)?;
+    /// assert_eq!(client.read_one(handle)?.to_elems::<u32>(), vec![7; 256]);
+    ///
+    /// assert!(matches!(client.empty(0), Err(IoError::InvalidArgument { .. })));
+    /// assert!(matches!(client.empty(usize::MAX), Err(IoError::BufferTooBig { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`IoError::InvalidArgument`] for 0 bytes, [`IoError::BufferTooBig`] if it can never

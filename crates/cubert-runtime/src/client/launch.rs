@@ -111,6 +111,13 @@ impl<R: Runtime> ComputeClient<R> {
         arguments: KernelArguments,
         mode: ExecutionMode,
     ) -> Result<(), LaunchError> {
+        let _span = tracing::debug_span!(
+            target: "cubert::launch",
+            "launch",
+            kernel = kernel.name(),
+            cubes = ?count
+        )
+        .entered();
         self.validate_launch(&kernel, &count, &arguments)?;
         if count.is_empty() {
             return Ok(());
@@ -120,6 +127,7 @@ impl<R: Runtime> ComputeClient<R> {
         match logger.profile_level() {
             None => {
                 self.device.submit(move |server| {
+                    let _span = execute_span(&kernel);
                     // SAFETY: `mode` is `Unchecked` only when the caller of
                     // `launch_unchecked` vouched for the kernel's accesses.
                     unsafe { server.launch(kernel, count, arguments, mode, stream) }
@@ -128,6 +136,7 @@ impl<R: Runtime> ComputeClient<R> {
             Some(ProfileLevel::ExecutionOnly) => {
                 let name = kernel.name().to_string();
                 self.device.submit(move |server| {
+                    let _span = execute_span(&kernel);
                     // SAFETY: as above.
                     unsafe { server.launch(kernel, count, arguments, mode, stream) }
                 });
@@ -143,6 +152,7 @@ impl<R: Runtime> ComputeClient<R> {
                     .profile(
                         move || {
                             device.submit(move |server| {
+                                let _span = execute_span(&kernel);
                                 // SAFETY: as above.
                                 unsafe { server.launch(kernel, count, arguments, mode, stream) }
                             })
@@ -158,6 +168,37 @@ impl<R: Runtime> ComputeClient<R> {
 
     /// Launches `kernel` over `count` cubes with `arguments`, every buffer access
     /// bounds-checked. Returns once the launch is queued.
+    ///
+    /// `kernel` is the backend's own kind of kernel; kernels written once in the language
+    /// (`#[kernel]`) launch through [`Self::launch_language`]. On the CPU, a kernel is a Rust
+    /// function run once per cube:
+    ///
+    /// ```
+    /// use cubert_cpu::{CpuKernel, KernelError};
+    /// use cubert_runtime::{Bytes, CubeCount, CubeDim, KernelArguments, MetadataBindingInfo};
+    /// # let client = cubert_cpu::default_client()?;
+    ///
+    /// // out[i] = 2 * input[i], one element per unit.
+    /// let double = CpuKernel::new("double", CubeDim::new_1d(64), |ctx| {
+    ///     let (input, out) = (ctx.buffer::<f32>(0)?, ctx.buffer::<f32>(1)?);
+    ///     let len = ctx.info_usize(0)?;
+    ///     for unit in ctx.units() {
+    ///         let i = unit.absolute_x as usize;
+    ///         if i < len {
+    ///             out.store(i, 2.0 * input.load(i));
+    ///         }
+    ///     }
+    ///     Ok::<(), KernelError>(())
+    /// });
+    /// let input = client.create(Bytes::from_elems(vec![1.5f32; 100]))?;
+    /// let out = client.empty(100 * 4)?;
+    /// let arguments = KernelArguments::new()
+    ///     .with_buffers(vec![input.binding(), out.to_binding()])
+    ///     .with_info(MetadataBindingInfo::custom(vec![100]));
+    /// client.launch(double, CubeCount::new_1d(2), arguments)?; // 2 cubes of 64 units
+    /// assert_eq!(client.read_one(out)?.to_elems::<f32>(), vec![3.0; 100]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`LaunchError::TooManyResources`] if the launch exceeds a device limit, or
@@ -177,6 +218,31 @@ impl<R: Runtime> ComputeClient<R> {
     /// device (built from `definition()` by the backend on first use, then cached), over
     /// `count` cubes with `arguments`. This is what a `#[kernel]` function's `launch` calls.
     ///
+    /// ```
+    /// use cubert_runtime::lang::prelude::*;
+    /// use cubert_runtime::{Bytes, CubeCount, CubeDim};
+    ///
+    /// // `#[cubert::kernel]` with the `cubert` crate.
+    /// #[cubert_macros::kernel(crate = cubert_runtime)]
+    /// fn scale<F: Float>(factor: F, x: &mut Array<F>) {
+    ///     let i = ABSOLUTE_POS;
+    ///     if i < x.len() {
+    ///         x[i] = factor * x[i];
+    ///     }
+    /// }
+    ///
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let client = cubert_cpu::default_client()?;
+    ///     let x = client.create(Bytes::from_elems(vec![1.5f32; 100]))?;
+    ///     // Built for this device on first use, then cached; launched like any kernel.
+    ///     scale::launch::<f32, cubert_cpu::CpuRuntime>(
+    ///         &client, CubeCount::new_1d(1), CubeDim::new_1d(128), 2.0, &x,
+    ///     )?;
+    ///     assert_eq!(client.read_one(x)?.to_elems::<f32>(), vec![3.0; 100]);
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
     /// # Errors
     /// The backend's build error (naming the kernel), or the launch's errors as
     /// [`Self::launch`].
@@ -192,7 +258,16 @@ impl<R: Runtime> ComputeClient<R> {
             .utilities
             .language_kernels
             .get_or_build(key, cube_dim, || {
-                R::language_kernel(&definition(), cube_dim)
+                let definition = definition();
+                let _span = tracing::info_span!(
+                    target: "cubert::compile",
+                    "build",
+                    kernel = definition.id(),
+                    backend = R::name(),
+                    cube_dim = ?cube_dim
+                )
+                .entered();
+                R::language_kernel(&definition, cube_dim)
             })?;
         // Always bounds-checked; `[compilation] bounds_check = "validate"` selects the slow
         // checked mode (each finding logged; on the CPU, shared-memory races found too).
@@ -229,6 +304,22 @@ impl<R: Runtime> ComputeClient<R> {
     /// events where the backend has them). Nothing else runs on the device meanwhile.
     /// Profiles nest.
     ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, ElemType, ops};
+    /// # let client = cubert_cpu::default_client()?;
+    /// let data = client.create(Bytes::from_elems(vec![1.0f32; 4096]))?;
+    /// let out = client.empty(4096 * 4)?;
+    /// let (launched, duration) = client.profile(
+    ///     || ops::add(&client, &data, &data, &out, 4096, ElemType::F32),
+    ///     "add",
+    /// )?;
+    /// launched?; // the closure's own result
+    /// let ticks = duration.resolve_blocking()?; // waits for the device's timing
+    /// assert!(ticks.end() >= ticks.start());
+    /// assert_eq!(client.read_one(out)?.to_elems::<f32>(), vec![2.0; 4096]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`ProfileError`] if timing can't start or end, or `work` panicked.
     pub fn profile<O>(
@@ -262,4 +353,10 @@ impl<R: Runtime> ComputeClient<R> {
             }),
         }
     }
+}
+
+/// The span of a launch on the device's runner (where the backend queues or, on the CPU,
+/// runs it), next to the caller's `launch` span.
+fn execute_span<K: KernelMetadata>(kernel: &K) -> tracing::span::EnteredSpan {
+    tracing::trace_span!(target: "cubert::launch", "execute", kernel = kernel.name()).entered()
 }

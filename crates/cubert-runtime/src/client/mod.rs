@@ -6,11 +6,11 @@
 //! helpers). Errors of queued work come back from the next `flush`, `sync` or `read` on the
 //! same stream. Every fallible call returns a `Result`; nothing here panics on bad input.
 //!
-//! The methods are grouped by concern, one file each, declared in the order a user meets
-//! them (rustdoc lists the groups in this order): `create` (uploads and empty memory),
-//! `write` and `copy` (writes into existing memory), `read` (reads and resources), `launch` (kernels
-//! and profiling), `graph` (capture and replay), `transfer` (moving data between devices),
-//! `collective` (all-reduce, send/recv, process groups).
+//! The methods are listed by concern, in the order a user meets them: uploads and empty
+//! memory (`create*`, `empty*`), writes into existing memory (`write*`, `copy`), reads
+//! (`read*`), kernels and profiling (`launch*`, `profile`), graphs (capture and replay),
+//! moving data between devices (`to_client*`), and collectives (all-reduce, send/recv,
+//! process groups).
 
 // One group per line, in the order above (not sorted: rustdoc shows them in this order).
 mod create;
@@ -45,7 +45,24 @@ pub(crate) use copy::overlap_partly;
 pub use graph::Graph;
 pub use lazy_read::LazyRead;
 
-/// A client of one device. See the module docs.
+/// A client of one device: it allocates and uploads memory, launches kernels, reads
+/// results back and reports the device's errors.
+///
+/// Clones are cheap and talk to the same device. Work is queued on the client's stream and
+/// runs in order; errors of queued work come back from the next `flush`, `sync` or read
+/// (see the [module docs](crate::client)).
+///
+/// ```
+/// use cubert_cpu::{CpuDevice, CpuRuntime};
+/// use cubert_runtime::{Bytes, ComputeClient, ElemType, ops};
+///
+/// let client = ComputeClient::<CpuRuntime>::load(&CpuDevice::new(0))?;
+/// let input = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0]))?;
+/// let output = client.empty(3 * 4)?; // 3 f32
+/// ops::add(&client, &input, &input, &output, 3, ElemType::F32)?;
+/// assert_eq!(client.read_one(output)?.to_elems::<f32>(), vec![2.0, 4.0, 6.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ComputeClient<R: Runtime> {
     device: DeviceHandle<R::Server>,
     utilities: Arc<ServerUtilities<R::Server>>,
@@ -142,6 +159,19 @@ impl<R: Runtime> ComputeClient<R> {
     }
 
     /// A clone of this client pinned to `stream`.
+    ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, StreamId};
+    /// # let client = cubert_cpu::default_client()?;
+    /// let pinned = client.with_stream(StreamId::new(1 << 40));
+    /// assert_eq!(pinned.stream_id(), StreamId::new(1 << 40));
+    /// assert_eq!(client.stream_id(), StreamId::current()); // the original is unchanged
+    /// let handle = pinned.create(Bytes::from_elems(vec![1u8, 2, 3]))?;
+    /// assert_eq!(handle.stream(), StreamId::new(1 << 40));
+    /// // Another stream may use the handle: the server orders the work.
+    /// assert_eq!(client.read_one(handle)?.to_vec(), vec![1, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_stream(&self, stream: StreamId) -> Self {
         let mut client = self.clone();
         client.set_stream(stream);
@@ -156,7 +186,7 @@ impl<R: Runtime> ComputeClient<R> {
     /// The device's properties to change (a test pretending a smaller device, a lower
     /// limit), or `None` while anything else shares them: the server and every other clone
     /// of the client hold them too, so this is `Some` only for a client that owns them alone
-    /// (as in the spec, which keeps it for private use).
+    /// (one made with [`Self::from_server`] and not cloned yet).
     pub fn properties_mut(&mut self) -> Option<&mut DeviceProperties> {
         Arc::get_mut(&mut self.utilities).map(|utilities| &mut utilities.properties)
     }
@@ -178,7 +208,7 @@ impl<R: Runtime> ComputeClient<R> {
             None => Ok(()),
             Some(first) => {
                 for later in errors {
-                    log::warn!("further error on {:?}: {later}", self.device_id());
+                    tracing::warn!("further error on {:?}: {later}", self.device_id());
                 }
                 Err(first)
             }
@@ -195,6 +225,18 @@ impl<R: Runtime> ComputeClient<R> {
     /// Runs `task` on the caller's thread with no other client's work on this device
     /// interleaved. Work `task` does through this device's clients runs in order, inline.
     /// `profile` and the autotuner use it to measure without interference.
+    ///
+    /// ```
+    /// # use cubert_runtime::{Bytes, ServerError};
+    /// # let client = cubert_cpu::default_client()?;
+    /// let sum = client.exclusive(|| -> Result<u32, ServerError> {
+    ///     // No other thread's work on this device runs in between.
+    ///     let handle = client.create(Bytes::from_elems(vec![2u32; 8]))?;
+    ///     Ok(client.read_one(handle)?.to_elems::<u32>().iter().sum())
+    /// })??;
+    /// assert_eq!(sum, 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`ServerError::Generic`] if `task` panicked or the device is unreachable.
@@ -246,6 +288,16 @@ impl<R: Runtime> ComputeClient<R> {
     /// known so far. On an asynchronous device (a GPU) errors of kernels still running are
     /// only known at the next `sync` or `read`.
     ///
+    /// ```
+    /// # use cubert_runtime::ops;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let out = client.empty(4 * 4)?;
+    /// ops::fill(&client, &out, 4, 1.0f32)?; // queued
+    /// client.flush()?; // handed to the device, not waited for
+    /// assert_eq!(client.read_one(out)?.to_elems::<f32>(), vec![1.0; 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The first error of queued work on this stream.
     pub fn flush(&self) -> Result<(), ServerError> {
@@ -263,7 +315,7 @@ impl<R: Runtime> ComputeClient<R> {
     ) -> Result<(), ServerError> {
         match (first, second) {
             (Err(first), Err(second)) => {
-                log::warn!("further error: {second}");
+                tracing::warn!("further error: {second}");
                 Err(first)
             }
             (Err(error), Ok(())) | (Ok(()), Err(error)) => Err(error),
@@ -306,9 +358,20 @@ impl<R: Runtime> ComputeClient<R> {
     ///   keep their earlier contents.
     ///
     /// Every other handle keeps its bytes. To learn which handles failed, read the ones
-    /// created since the last successful sync: the failed ones answer `NotFound`. The
-    /// behaviour test `out_of_memory_under_concurrency_matches_the_model` holds the runtime
-    /// to this rule with several threads and a memory cap.
+    /// created since the last successful sync: the failed ones answer `NotFound`.
+    ///
+    /// ```
+    /// # use cubert_runtime::ops;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let out = client.empty(1024 * 4)?;
+    /// ops::fill(&client, &out, 1024, 0.5f32)?; // returns once queued
+    /// client.sync()?; // returns once it ran, with its error if it failed
+    /// assert_eq!(client.read_one(out)?.to_elems::<f32>(), vec![0.5; 1024]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// An error found by the device (an out-of-bounds access of a kernel, a fault) is
+    /// returned here: see [`ServerError`] for an example.
     ///
     /// # Errors
     /// The first error of queued work on this stream (later ones of the same stream are
@@ -318,6 +381,19 @@ impl<R: Runtime> ComputeClient<R> {
     }
 
     /// Current memory usage of the device.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let before = client.memory_usage()?;
+    /// let handle = client.create(Bytes::from_elems(vec![0u8; 4096]))?;
+    /// let now = client.memory_usage()?;
+    /// assert_eq!(now.number_allocs, before.number_allocs + 1);
+    /// assert!(now.bytes_in_use >= before.bytes_in_use + 4096);
+    /// assert!(now.bytes_reserved >= now.bytes_in_use);
+    /// # drop(handle);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`ServerError`] if the device is unreachable.
@@ -337,6 +413,18 @@ impl<R: Runtime> ComputeClient<R> {
 
     /// Gives back cached device memory no handle uses. The allocator decides what is worth
     /// giving back; memory of live handles is never touched.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![0u8; 1 << 20]))?;
+    /// drop(handle); // its block goes back to the pool, still reserved
+    /// let cached = client.memory_usage()?;
+    /// assert_eq!(cached.bytes_in_use, 0);
+    /// client.memory_cleanup();
+    /// assert!(client.memory_usage()?.bytes_reserved < cached.bytes_reserved);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn memory_cleanup(&self) {
         let stream = self.stream_id();
         self.device

@@ -42,6 +42,12 @@ impl<R: Runtime> ComputeClient<R> {
         if let Err(error) = self.take_async_error() {
             return ready(Err(error));
         }
+        let _span = tracing::debug_span!(
+            target: "cubert::transfer",
+            "read",
+            buffers = descriptors.len()
+        )
+        .entered();
         let stream = self.stream_id();
         match self.call(move |server| server.read(descriptors, stream)) {
             Ok(future) => future,
@@ -49,7 +55,18 @@ impl<R: Runtime> ComputeClient<R> {
         }
     }
 
-    /// Reads every handle's bytes, as a future.
+    /// Reads every handle's bytes, as a future. The read is queued now, after the work
+    /// queued before it on this stream; the future resolves when the bytes are there.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![5i32, -6]))?;
+    /// let pending = client.read_async(vec![handle]); // `.await` it in async code
+    /// let bytes = cubert_runtime::future::block_on(pending)?;
+    /// assert_eq!(bytes[0].to_elems::<i32>(), vec![5, -6]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_async(&self, handles: Vec<Handle>) -> DynFut<Result<Vec<Bytes>, ServerError>> {
         let descriptors = handles
             .into_iter()
@@ -63,20 +80,31 @@ impl<R: Runtime> ComputeClient<R> {
     /// [`LazyRead::is_ready`], or awaited) while the thread queues more work.
     ///
     /// ```
-    /// # use cubert_runtime::{Bytes, ComputeClient};
-    /// # fn demo<R: cubert_runtime::Runtime>(client: &ComputeClient<R>) -> Result<(), cubert_runtime::ServerError> {
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
     /// let loss = client.create(Bytes::from_elems(vec![0.25f32]))?;
     /// let pending = client.read_lazy(vec![loss.clone()]); // queued after the step's work
     /// // ... queue the next step here ...
     /// let bytes = pending.wait()?;
     /// assert_eq!(bytes[0].to_elems::<f32>(), vec![0.25]);
-    /// # Ok(()) }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_lazy(&self, handles: Vec<Handle>) -> LazyRead {
         LazyRead::new(self.read_async(handles))
     }
 
-    /// Reads every handle's bytes.
+    /// Reads every handle's bytes, once the work queued before on this stream has run.
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let a = client.create(Bytes::from_elems(vec![1u8, 2]))?;
+    /// let b = client.create(Bytes::from_elems(vec![3u8]))?;
+    /// let bytes = client.read(vec![a, b])?;
+    /// assert_eq!(bytes[0].to_vec(), vec![1, 2]);
+    /// assert_eq!(bytes[1].to_vec(), vec![3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// The first error queued on this stream, or a [`ServerError::Io`] for a handle whose
@@ -85,7 +113,16 @@ impl<R: Runtime> ComputeClient<R> {
         block_on(self.read_async(handles))
     }
 
-    /// Reads one handle's bytes.
+    /// Reads one handle's bytes (or a view's).
+    ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![1.5f32, 2.5, 3.5]))?;
+    /// assert_eq!(client.read_one(handle.clone())?.to_elems::<f32>(), vec![1.5, 2.5, 3.5]);
+    /// assert_eq!(client.read_one(handle.view(4, 4)?)?.to_elems::<f32>(), vec![2.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Self::read`].
@@ -167,13 +204,14 @@ impl<R: Runtime> ComputeClient<R> {
     /// long as the handle; the read runs after everything queued before on this stream.
     ///
     /// ```
-    /// # use cubert_runtime::{Bytes, ComputeClient};
-    /// # fn demo<R: cubert_runtime::Runtime>(client: &ComputeClient<R>) -> Result<(), cubert_runtime::ServerError> {
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
     /// let handle = client.create(Bytes::from_elems(vec![1.0f32, 2.0, 3.0]))?;
     /// let mut out = vec![0u8; 12];
-    /// client.read_into(handle, &mut out)?;
-    /// assert_eq!(bytemuck::cast_slice::<u8, f32>(&out), &[1.0, 2.0, 3.0]);
-    /// # Ok(()) }
+    /// client.read_into(handle.clone(), &mut out)?;
+    /// assert_eq!(Bytes::from_bytes_vec(out).to_elems::<f32>(), vec![1.0, 2.0, 3.0]);
+    /// assert!(client.read_into(handle, &mut [0u8; 4]).is_err()); // not the handle's length
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors

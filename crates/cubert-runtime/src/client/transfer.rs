@@ -30,6 +30,28 @@ impl<R: Runtime> ComputeClient<R> {
     /// Copies `src` (a handle of this client's device) to `dst`'s device and returns the new
     /// handle there. `dtype` is the element type of the data.
     ///
+    /// ```
+    /// use cubert_cpu::{CpuDevice, CpuRuntime};
+    /// use cubert_runtime::config::{CubertConfig, set_global_config};
+    /// use cubert_runtime::{Bytes, ComputeClient, ElemType, IoError, ServerError};
+    ///
+    /// // Two virtual CPU devices, as `[cpu] devices = 2` in `cubert.toml` would give.
+    /// let mut config = CubertConfig::default();
+    /// config.cpu.devices = 2;
+    /// set_global_config(config).map_err(|_| "the configuration was already loaded")?;
+    /// let first = ComputeClient::<CpuRuntime>::load(&CpuDevice::new(0))?;
+    /// let second = ComputeClient::<CpuRuntime>::load(&CpuDevice::new(1))?;
+    ///
+    /// let here = first.create(Bytes::from_elems(vec![1.0f32, 2.0]))?;
+    /// let there = first.to_client(here.clone(), &second, ElemType::F32)?;
+    /// assert_eq!(there.device(), second.device_id());
+    /// assert_eq!(second.read_one(there)?.to_elems::<f32>(), vec![1.0, 2.0]);
+    /// // A handle is only read by a client of its own device.
+    /// let error = second.read_one(here).unwrap_err();
+    /// assert!(matches!(error, ServerError::Io(IoError::NotFound { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The errors queued on this client's stream (and, for a direct copy, on `dst`'s), the
     /// read error on this device (a handle of another device or whose memory is gone is
@@ -56,6 +78,13 @@ impl<R: Runtime> ComputeClient<R> {
         dst: &Self,
         _dtype: ElemType,
     ) -> Result<Handle, ServerError> {
+        let _span = tracing::debug_span!(
+            target: "cubert::transfer",
+            "to_client",
+            from = ?self.device_id(),
+            to = ?dst.device_id()
+        )
+        .entered();
         src_descriptor.validate()?;
         let device = src_descriptor.handle.device();
         if device != self.device_id() {

@@ -22,6 +22,19 @@ impl<R: Runtime> ComputeClient<R> {
     /// Writes `data` over the bytes of `handle` (all of them; a view writes its range). The
     /// data goes through pinned staging where the backend has it, as `create` does.
     ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![0u32; 4]))?;
+    /// client.write(&handle, Bytes::from_elems(vec![1u32, 2, 3, 4]))?;
+    /// client.write(&handle.view(0, 4)?, Bytes::from_elems(vec![9u32]))?; // a view: element 0
+    /// assert_eq!(client.read_one(handle.clone())?.to_elems::<u32>(), vec![9, 2, 3, 4]);
+    ///
+    /// // Refused before anything is queued: 4 bytes for a handle of 16.
+    /// assert!(client.write(&handle, Bytes::from_elems(vec![5u32])).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`IoError::InvalidArgument`] if `data` isn't exactly the handle's size;
     /// [`IoError::NotFound`] for a handle of another device. Nothing is written then.
@@ -39,6 +52,16 @@ impl<R: Runtime> ComputeClient<R> {
 
     /// Writes `data` to bytes `offset .. offset + data.len()` of `handle`.
     ///
+    /// ```
+    /// # use cubert_runtime::Bytes;
+    /// # let client = cubert_cpu::default_client()?;
+    /// let handle = client.create(Bytes::from_elems(vec![0u8; 6]))?;
+    /// client.write_range(&handle, 2, Bytes::from_elems(vec![7u8, 8]))?;
+    /// assert_eq!(client.read_one(handle.clone())?.to_vec(), vec![0, 0, 7, 8, 0, 0]);
+    /// assert!(client.write_range(&handle, 5, Bytes::from_elems(vec![1u8, 2])).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`IoError::InvalidArgument`] if the range leaves the handle; as [`Self::write`].
     pub fn write_range(&self, handle: &Handle, offset: u64, data: Bytes) -> Result<(), IoError> {
@@ -54,6 +77,8 @@ impl<R: Runtime> ComputeClient<R> {
     /// (`CopyDescriptor::validate`), or `data` isn't the region's dense size;
     /// [`IoError::NotFound`] for memory of another device. Nothing is written then.
     pub fn write_tensor(&self, descriptor: CopyDescriptor, mut data: Bytes) -> Result<(), IoError> {
+        let _span =
+            tracing::debug_span!(target: "cubert::transfer", "write", bytes = data.len()).entered();
         let device = descriptor.handle.device();
         if device != self.device_id() {
             return Err(IoError::not_found(format!(

@@ -203,11 +203,12 @@ pub fn set_global_config(config: CubertConfig) -> Result<(), Box<CubertConfig>> 
     GLOBAL.set(config).map_err(Box::new)
 }
 
-/// Logs configuration warnings; prints them to standard error if no logger is listening.
+/// Logs configuration warnings as `tracing` events; prints them to standard error if
+/// neither a `tracing` subscriber nor a `log` logger is listening.
 pub fn report_warnings(warnings: &[String]) {
     for warning in warnings {
-        if log::max_level() >= log::LevelFilter::Warn {
-            log::warn!("cubert config: {warning}");
+        if tracing::dispatcher::has_been_set() || log::max_level() >= log::LevelFilter::Warn {
+            tracing::warn!("cubert config: {warning}");
         } else {
             eprintln!("cubert: warning: {warning}");
         }

@@ -42,8 +42,9 @@
 //! level = "disabled"           # disabled | execution-only | basic | full
 //! output = "stdout"            # stdout | stderr | a file path
 //!
-//! [logging]
-//! level = "warn"
+//! [logging]                    # the CLI's log output (a program installs its own subscriber)
+//! level = "warn"               # RUST_LOG, when set, takes precedence
+//! output = "stderr"            # stdout | stderr | a file path
 //!
 //! [compilation]
 //! bounds_check = "auto"        # enforce | validate | auto (for launch_unchecked)

@@ -180,11 +180,12 @@ settings! {
 
 settings! {
     keys:
-    /// `[logging]`.
+    /// `[logging]`: the log output of the `cubert` CLI. A program using the library sees
+    /// cubert's `tracing` events and spans through its own subscriber (or its `log` logger).
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(default, deny_unknown_fields)]
     pub struct LoggingConfig {
-        /// `error`, `warn`, `info`, `debug` or `trace`.
+        /// `off`, `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` takes precedence.
         #[serde(deserialize_with = "values::log_level")]
         pub level: String,
         /// Where log lines go.

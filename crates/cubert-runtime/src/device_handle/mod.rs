@@ -177,7 +177,7 @@ impl<S> Core<S> {
         let _mark = BorrowMark::new(self.key);
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(&mut server))) {
             let message = panic_message(payload.as_ref());
-            log::error!("a task on {:?} panicked: {message}", self.device_id);
+            tracing::error!("a task on {:?} panicked: {message}", self.device_id);
             self.push_error(ServerError::generic(format!(
                 "a task on {:?} panicked: {message} (the device keeps serving)",
                 self.device_id

@@ -71,7 +71,7 @@ pub fn collective_timeout() -> Duration {
         .map_err(|_| format!("`{text}` is not a number of seconds"))
         .and_then(timeout_from_seconds);
     parsed.unwrap_or_else(|problem| {
-        log::warn!(
+        tracing::warn!(
             "CUBERT_COLLECTIVE_TIMEOUT: {problem}; using the default {}s",
             DEFAULT_TIMEOUT.as_secs()
         );

@@ -306,7 +306,7 @@ impl Rendezvous {
                 Ok(hello) => hello,
                 Err(reason) => {
                     // Not a rank of ours (a stray connection, a port scanner): ignore it.
-                    log::warn!("rendezvous `{key}`: ignored a connection: {reason}");
+                    tracing::warn!("rendezvous `{key}`: ignored a connection: {reason}");
                     continue;
                 }
             };

@@ -124,6 +124,7 @@ impl<S: ComputeStorage> DeviceMemory<S> {
         ordering: &mut O,
         when_full: impl FnOnce(&mut O) -> bool,
     ) -> Result<Allocation, IoError> {
+        let _span = tracing::trace_span!(target: "cubert::memory", "allocate", size).entered();
         if self.manager.take_early_release(id) {
             return Ok(Allocation::ReleasedEarly);
         }

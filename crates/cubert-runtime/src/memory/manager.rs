@@ -302,7 +302,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// closing one that was never opened is logged and changes nothing.
     pub fn end_allocation_window(&mut self, stream: StreamId) {
         if !self.modes.pop(stream) {
-            log::warn!("an allocation window was closed on {stream:?} but none was open");
+            tracing::warn!("an allocation window was closed on {stream:?} but none was open");
         }
     }
 
@@ -600,6 +600,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         }
         let id = self.storage.alloc(size)?;
         self.storage_allocations += 1;
+        tracing::debug!(target: "cubert::memory", size, reserved = self.reserved() + size, "device allocation");
         self.peak_reserved = self.peak_reserved.max(self.reserved() + size);
         Ok(id)
     }
@@ -802,6 +803,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let mut bytes = 0;
         for segment in released {
             self.storage.dealloc(segment.storage);
+            tracing::debug!(target: "cubert::memory", size = segment.size, "device memory given back");
             self.storage_deallocations += 1;
             bytes += segment.size;
         }

@@ -27,7 +27,7 @@ pub struct StreamErrors {
 impl StreamErrors {
     /// Queues `error` on `stream`.
     pub fn push(&mut self, stream: StreamId, error: ServerError) {
-        log::debug!("error queued on {stream:?}: {error}");
+        tracing::debug!("error queued on {stream:?}: {error}");
         let queue = self.streams.entry(stream).or_default();
         if queue.errors.len() < MAX_QUEUED {
             queue.errors.push(error);
@@ -55,10 +55,10 @@ impl StreamErrors {
             return Ok(());
         };
         for later in errors {
-            log::warn!("further error on {stream:?}: {later}");
+            tracing::warn!("further error on {stream:?}: {later}");
         }
         if queue.dropped > 0 {
-            log::warn!("{} more error(s) on {stream:?} were dropped", queue.dropped);
+            tracing::warn!("{} more error(s) on {stream:?} were dropped", queue.dropped);
         }
         Err(first)
     }

@@ -85,7 +85,7 @@ impl DiskCache {
         let file: CacheFile = match serde_json::from_str(&text) {
             Ok(file) => file,
             Err(error) => {
-                log::debug!("autotune cache {} is unreadable: {error}", path.display());
+                tracing::debug!("autotune cache {} is unreadable: {error}", path.display());
                 return None;
             }
         };
@@ -98,7 +98,7 @@ impl DiskCache {
             return None;
         }
         if record.checksum != key.checksum {
-            log::debug!(
+            tracing::debug!(
                 "autotune cache {}: the candidate set of `{}` changed; tuning again",
                 path.display(),
                 key.operation

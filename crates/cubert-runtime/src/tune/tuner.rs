@@ -284,7 +284,7 @@ impl Tuner {
             && record.benchmark_runs > 0
             && let Err(error) = disk.store(&cache_key, &record)
         {
-            log::warn!("autotune: the result isn't cached on disk: {error}");
+            tracing::warn!("autotune: the result isn't cached on disk: {error}");
         }
         claim.finish(record.clone());
         Self::chosen(set, record, Source::Tuned)
@@ -368,7 +368,7 @@ impl Tuner {
             tuning_seconds: start.elapsed().as_secs_f64(),
             benchmark_runs: runs,
         };
-        log::info!(
+        tracing::info!(
             "autotune `{}` [{key}] on {}: `{}` ({}) in {:.1} ms, {runs} run(s)",
             record.operation,
             record.fingerprint,
@@ -449,7 +449,7 @@ impl Tuner {
                         best = Some((index, score));
                     }
                 }
-                Outcome::Failed { reason } | Outcome::Mismatch { reason } => log::warn!(
+                Outcome::Failed { reason } | Outcome::Mismatch { reason } => tracing::warn!(
                     "autotune `{}` [{key}]: candidate `{}` skipped: {reason}",
                     set.operation(),
                     candidate.name()
