@@ -6,7 +6,7 @@
 //! [`run_on_default_device`] picks the runtime with one match arm per backend, so a CUDA
 //! backend plugs in with one more arm.
 
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
 use std::fmt;
 
@@ -106,20 +106,20 @@ pub fn run_on_default_device<J: ClientJob>(backend: Backend, job: J) -> CliResul
     match backend {
         Backend::Cpu => {
             let client = CpuRuntime::client(&CpuDevice::new(0))
-                .map_err(|error| CliError::from(error).context("can't start CPU device 0"))?;
+                .map_err(|error| anyhow::Error::from(error).context("can't start CPU device 0"))?;
             job.run(&client)
         }
         Backend::Cuda => {
             let status = cubert::cuda::driver_status();
             if !status.is_available() {
-                return Err(CliError::usage(format!(
+                return Err(crate::error::usage(format!(
                     "the CUDA backend can't run here: {}; pass `--backend cpu` or set \
                      CUBERT_BACKEND=cpu",
                     status.describe()
                 )));
             }
             let client = cubert::CudaRuntime::client(&cubert::CudaDevice::new(0))
-                .map_err(|error| CliError::from(error).context("can't start CUDA device 0"))?;
+                .map_err(|error| anyhow::Error::from(error).context("can't start CUDA device 0"))?;
             job.run(&client)
         }
     }

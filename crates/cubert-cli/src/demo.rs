@@ -9,7 +9,7 @@
 //! exit code 1.
 
 use crate::backend::{Backend, ClientJob, run_on_default_device};
-use crate::error::{CliError, CliResult, EXIT_FAILURE};
+use crate::error::{CliResult, EXIT_FAILURE};
 use crate::rng::Draw;
 use crate::verify::{self, Comparison, Exact};
 use cubert::properties::TimingMethod;
@@ -52,7 +52,7 @@ impl ClientJob for Demo {
 /// The result of one check.
 enum Outcome {
     Checked(Comparison, Tolerance),
-    Failed(CliError),
+    Failed(anyhow::Error),
 }
 
 #[derive(Clone, Copy)]
@@ -100,7 +100,7 @@ impl Checks {
             }
             Outcome::Failed(error) => {
                 self.failed += 1;
-                format!("ERROR: {error}")
+                format!("ERROR: {error:#}")
             }
         };
         outln!("  {kernel:<15} {shape:<24} {line}");
@@ -404,10 +404,10 @@ fn launch_timed<R: Runtime>(
     name: &str,
     launch: impl Fn() -> Result<(), LaunchError>,
 ) -> CliResult<()> {
-    launch().map_err(|error| CliError::from(error).context(format!("`{name}` failed")))?;
+    launch().map_err(|error| anyhow::Error::from(error).context(format!("`{name}` failed")))?;
     client
         .sync()
-        .map_err(|error| CliError::from(error).context(format!("`{name}` failed")))?;
+        .map_err(|error| anyhow::Error::from(error).context(format!("`{name}` failed")))?;
     // The profile ends right after the launch: device timers (CUDA events) measure the
     // kernel alone, host timers (CPU) the launch, which runs the kernel to completion.
     let (outcome, duration) = client.profile(|| -> CliResult<()> { Ok(launch()?) }, name)?;

@@ -43,7 +43,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Demo { size } => {
             let backend = Backend::select(cli.backend)?;
             let size = usize::try_from(size)
-                .map_err(|_| error::CliError::usage(format!("--size {size} is too large")))?;
+                .map_err(|_| error::usage(format!("--size {size} is too large")))?;
             demo::run(backend, size)
         }
         Command::Bench {
@@ -87,8 +87,8 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            output::write_err(format_args!("cubert: error: {error}"));
-            ExitCode::from(error.code)
+            output::write_err(format_args!("cubert: error: {error:#}"));
+            ExitCode::from(error::exit_code(&error))
         }
     };
     if output::stdout_failed() {

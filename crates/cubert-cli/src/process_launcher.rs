@@ -16,7 +16,7 @@
 //! it exits 0. Output is the ranks' own, interleaved. The rank processes themselves are
 //! killed, not processes they started: a wrapper script should `exec` the program.
 
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::time::Duration;
 
@@ -59,24 +59,24 @@ fn rank_environment(args: &LaunchArgs, address: &str, local: u32) -> Vec<(String
 
 fn check(args: &LaunchArgs) -> CliResult<String> {
     if args.node_rank >= args.nnodes {
-        return Err(CliError::usage(format!(
+        return Err(crate::error::usage(format!(
             "--node-rank {} is not below --nnodes {}",
             args.node_rank, args.nnodes
         )));
     }
     if let Some(seconds) = args.timeout {
         cubert::distributed::timeout_from_seconds(seconds)
-            .map_err(|problem| CliError::usage(format!("--timeout {problem}")))?;
+            .map_err(|problem| crate::error::usage(format!("--timeout {problem}")))?;
     }
     match &args.master_addr {
         Some(address) => Ok(address.clone()),
-        None if args.nnodes > 1 => Err(CliError::usage(
+        None if args.nnodes > 1 => Err(crate::error::usage(
             "--master-addr HOST:PORT is required with several hosts (rank 0's address, \
              reachable from every host)",
         )),
         None => {
             let port = cubert::distributed::free_local_port()
-                .map_err(|error| CliError::failure(format!("no free local port: {error}")))?;
+                .map_err(|error| crate::error::failure(format!("no free local port: {error}")))?;
             Ok(format!("127.0.0.1:{port}"))
         }
     }
@@ -115,7 +115,9 @@ fn stop_all(ranks: &mut [(u32, Option<Child>)]) {
 pub fn run(args: LaunchArgs) -> CliResult<ExitCode> {
     let address = check(&args)?;
     let Some((program, arguments)) = args.command.split_first() else {
-        return Err(CliError::usage("cubert launch needs a command after `--`"));
+        return Err(crate::error::usage(
+            "cubert launch needs a command after `--`",
+        ));
     };
     let mut ranks: Vec<(u32, Option<Child>)> = Vec::with_capacity(args.nproc as usize);
     for local in 0..args.nproc {
@@ -128,7 +130,7 @@ pub fn run(args: LaunchArgs) -> CliResult<ExitCode> {
             Ok(child) => ranks.push((rank, Some(child))),
             Err(error) => {
                 stop_all(&mut ranks);
-                return Err(CliError::failure(format!(
+                return Err(crate::error::failure(format!(
                     "can't start rank {rank} (`{program}`): {error}"
                 )));
             }
@@ -154,7 +156,7 @@ pub fn run(args: LaunchArgs) -> CliResult<ExitCode> {
                 Err(error) => {
                     let reason = format!("can't wait for rank {rank}: {error}");
                     stop_all(&mut ranks);
-                    return Err(CliError::failure(reason));
+                    return Err(crate::error::failure(reason));
                 }
             }
         }
@@ -201,8 +203,14 @@ mod tests {
 
     #[test]
     fn several_hosts_need_an_address_and_a_valid_node_rank() {
-        assert_eq!(check(&args(2, 2, 0, None)).unwrap_err().code, 2);
-        assert_eq!(check(&args(2, 2, 2, Some("h:1"))).unwrap_err().code, 2);
+        assert_eq!(
+            crate::error::exit_code(&check(&args(2, 2, 0, None)).unwrap_err()),
+            2
+        );
+        assert_eq!(
+            crate::error::exit_code(&check(&args(2, 2, 2, Some("h:1"))).unwrap_err()),
+            2
+        );
         assert_eq!(check(&args(2, 2, 1, Some("h:1"))).unwrap(), "h:1");
         assert!(
             check(&args(2, 1, 0, None))

@@ -27,7 +27,7 @@ use super::report::{BenchReport, Figures, SeriesMap, iso8601};
 use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
 use super::units::{GIB, KIB, MIB, size_label};
 use crate::backend::Backend;
-use crate::error::{CliError, CliResult, EXIT_FAILURE};
+use crate::error::{CliResult, EXIT_FAILURE};
 use crate::rng::mix;
 use cubert::properties::TimingMethod;
 use cubert::server::ReduceOperation;
@@ -88,7 +88,7 @@ pub fn run(backend: Backend, args: CollectiveArgs) -> CliResult<ExitCode> {
         Backend::Cuda => {
             let status = cubert::cuda::driver_status();
             if !status.is_available() {
-                return Err(CliError::usage(format!(
+                return Err(crate::error::usage(format!(
                     "the CUDA backend can't run here: {}",
                     status.describe()
                 )));
@@ -96,7 +96,7 @@ pub fn run(backend: Backend, args: CollectiveArgs) -> CliResult<ExitCode> {
             let gpus = cubert::cuda::device_count();
             let count = args.devices.unwrap_or(gpus);
             if count < 2 || count > gpus {
-                return Err(CliError::usage(format!(
+                return Err(crate::error::usage(format!(
                     "bench collective needs 2 or more GPUs (asked for {count}, this machine has \
                      {gpus})"
                 )));
@@ -172,7 +172,7 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
     );
     let mut recorder = Recorder::new(sizes.len() as u64 + 3);
     if let Err(error) = all_reduce(&clients, &sizes, quick, &mut recorder) {
-        recorder.fail(&format!("all_reduce stopped: {error}"));
+        recorder.fail(&format!("all_reduce stopped: {error:#}"));
     }
     let copies = [(&clients[0], &clients[1], "cubert_peer_copy", true)]
         .into_iter()
@@ -192,7 +192,7 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
             quick,
             &mut recorder,
         ) {
-            recorder.fail(&format!("{name} stopped: {error}"));
+            recorder.fail(&format!("{name} stopped: {error:#}"));
         }
     }
     recorder.finish();
@@ -290,7 +290,7 @@ fn all_reduce<R: Runtime>(
         .collect::<CliResult<_>>()?;
     let work: Vec<Handle> = clients
         .iter()
-        .map(|client| client.empty(largest).map_err(CliError::from))
+        .map(|client| client.empty(largest).map_err(anyhow::Error::from))
         .collect::<CliResult<_>>()?;
     let (s1, s0) = ((n * (n + 1) / 2) as f32, (n * (n - 1) / 2) as f32);
     let factor = 2.0 * (n as f64 - 1.0) / n as f64;

@@ -219,7 +219,7 @@ fn bench<R: CliRuntime>(
             ),
         };
         if let Err(error) = outcome {
-            recorder.fail(&format!("group {group} stopped: {error}"));
+            recorder.fail(&format!("group {group} stopped: {error:#}"));
         }
         // The group's buffers are dropped by now: give their memory back before the next.
         client.memory_cleanup();

@@ -11,7 +11,7 @@
 //! out and counted. `failures` may be a count or a list of messages. The file is labelled by
 //! its `tool` (cubert, native_anchors) or `script` (peers.py) and its file name.
 
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use serde_json::Value;
 use std::path::Path;
 
@@ -45,12 +45,12 @@ pub struct FigureFile {
 /// The I/O error, or a file that isn't JSON in the anchors' format.
 pub fn read(path: &Path) -> CliResult<FigureFile> {
     let text = std::fs::read_to_string(path)
-        .map_err(|error| CliError::from(error).context(path.display()))?;
+        .map_err(|error| anyhow::Error::from(error).context(path.display().to_string()))?;
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    parse(&text, &name).map_err(|error| error.context(path.display()))
+    parse(&text, &name).map_err(|error| error.context(path.display().to_string()))
 }
 
 /// Parses a figure file's text; `file_name` goes into the label.
@@ -62,7 +62,9 @@ pub fn parse(text: &str, file_name: &str) -> CliResult<FigureFile> {
     let figures = root
         .get("figures")
         .and_then(Value::as_object)
-        .ok_or_else(|| CliError::failure("no `figures` object (not an anchors' figure file)"))?;
+        .ok_or_else(|| {
+            crate::error::failure("no `figures` object (not an anchors' figure file)")
+        })?;
     let mut parsed = Vec::with_capacity(figures.len());
     let mut skipped = 0;
     for (name, figure) in figures {

@@ -4,7 +4,7 @@
 
 use super::report::Series;
 use super::units::size_label;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -191,7 +191,7 @@ pub fn svg(series: &[Series], title: &str, unit: &str) -> String {
 /// The I/O error.
 pub fn write(path: &Path, series: &[Series], title: &str, unit: &str) -> CliResult<()> {
     std::fs::write(path, svg(series, title, unit))
-        .map_err(|error| CliError::from(error).context(path.display()))
+        .map_err(|error| anyhow::Error::from(error).context(path.display().to_string()))
 }
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ impl BenchReport {
         let mut text = serde_json::to_string_pretty(self)?;
         text.push('\n');
         std::fs::write(path, text)
-            .map_err(|error| crate::error::CliError::from(error).context(path.display()))
+            .map_err(|error| anyhow::Error::from(error).context(path.display().to_string()))
     }
 }
 

@@ -17,7 +17,7 @@ use super::bytes_check::{check_device, first_difference, poison_host, stamp};
 use super::recorder::Recorder;
 use super::timing::{gb_per_s, median};
 use super::units::{GIB, KIB, MIB, size_label};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use cubert::{Bytes, ComputeClient, Runtime};
 use std::time::Instant;
 
@@ -133,7 +133,7 @@ pub fn run<R: Runtime>(
                     Upload::Pinned => {
                         let mut staging =
                             client.reserve_staging(&[size])?.pop().ok_or_else(|| {
-                                CliError::failure("reserve_staging returned no buffer")
+                                crate::error::failure("reserve_staging returned no buffer")
                             })?;
                         staging.copy_from_slice(data);
                         staging

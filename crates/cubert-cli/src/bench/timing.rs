@@ -26,7 +26,7 @@ pub fn gb_per_s(bytes: usize, seconds: f64) -> f64 {
 ///
 /// # Errors
 /// `work`'s error, or the profile's.
-pub fn profiled_seconds<R: Runtime, E: std::error::Error>(
+pub fn profiled_seconds<R: Runtime, E: std::error::Error + Send + Sync + 'static>(
     client: &ComputeClient<R>,
     name: &str,
     work: impl FnOnce() -> Result<(), E>,

@@ -39,7 +39,7 @@
 use super::recorder::Recorder;
 use super::units::GIB;
 use crate::backend::CliRuntime;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use cubert::memory::trace::{AllocationTrace, TraceEvent};
 use cubert::memory::training_trace::TrainingModel;
 use cubert::{ComputeClient, Handle};
@@ -110,12 +110,12 @@ pub fn run<R: CliRuntime>(
         .collect();
     if let Some(dir) = write_to {
         std::fs::create_dir_all(dir).map_err(|error| {
-            CliError::failure(format!("can't create {}: {error}", dir.display()))
+            crate::error::failure(format!("can't create {}: {error}", dir.display()))
         })?;
         for (name, trace) in &generated {
             let file = dir.join(format!("{name}.txt"));
             std::fs::write(&file, trace.to_text()).map_err(|error| {
-                CliError::failure(format!("can't write {}: {error}", file.display()))
+                crate::error::failure(format!("can't write {}: {error}", file.display()))
             })?;
         }
         recorder.info(&format!(
@@ -138,7 +138,7 @@ pub fn run<R: CliRuntime>(
                 if let Some(dir) = write_to {
                     let copy = dir.join("alloc_trace.txt");
                     std::fs::write(&copy, trace.to_text()).map_err(|error| {
-                        CliError::failure(format!("can't write {}: {error}", copy.display()))
+                        crate::error::failure(format!("can't write {}: {error}", copy.display()))
                     })?;
                 }
                 let file = path
@@ -147,7 +147,7 @@ pub fn run<R: CliRuntime>(
                     .unwrap_or_default();
                 replay_trace::<R>("", &file, &trace, recorder)?;
             }
-            Err(error) if error.line == 0 => return Err(CliError::failure(error.to_string())),
+            Err(error) if error.line == 0 => return Err(crate::error::failure(error.to_string())),
             Err(error) => {
                 for name in anchor {
                     recorder.skip(name, &format!("{}: {error}", path.display()));
@@ -309,7 +309,7 @@ fn replay<R: CliRuntime>(client: &ComputeClient<R>, trace: &AllocationTrace) -> 
         match *event {
             TraceEvent::Alloc { id, size } => {
                 let size = usize::try_from(size).map_err(|_| {
-                    CliError::failure(format!("allocation {id} of {size} bytes is too large"))
+                    crate::error::failure(format!("allocation {id} of {size} bytes is too large"))
                 })?;
                 live.insert(id, client.empty(size)?);
             }

@@ -27,7 +27,7 @@ use super::recorder::Recorder;
 use super::sweep;
 use super::timing::{gb_per_s, median};
 use super::units::{GIB, MIB, size_label};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::rng::mix;
 use cubert::{AllocationProperty, Bytes, ComputeClient, Runtime};
 use std::path::PathBuf;
@@ -116,7 +116,7 @@ impl TempFile {
             std::env::temp_dir().join(format!("cubert-bench-{}-{nanos}.bin", std::process::id()));
         let file = Self { path };
         std::fs::write(&file.path, data).map_err(|error| {
-            CliError::from(error).context(format!("can't write {}", file.path.display()))
+            anyhow::Error::from(error).context(format!("can't write {}", file.path.display()))
         })?;
         Ok(file)
     }
@@ -125,7 +125,7 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         if let Err(error) = std::fs::remove_file(&self.path) {
-            log::warn!("can't remove {}: {error}", self.path.display());
+            tracing::warn!("can't remove {}: {error}", self.path.display());
         }
     }
 }
@@ -160,7 +160,7 @@ fn upload<R: Runtime>(
                 let mut staging = client
                     .reserve_staging(&[size])?
                     .pop()
-                    .ok_or_else(|| CliError::failure("reserve_staging returned no buffer"))?;
+                    .ok_or_else(|| crate::error::failure("reserve_staging returned no buffer"))?;
                 staging.copy_from_slice(source);
                 Some(staging)
             }

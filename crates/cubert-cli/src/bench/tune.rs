@@ -15,7 +15,7 @@ use super::report::iso8601;
 use super::table::{Align, Table};
 use super::timing::{median, profile_clock, profiled_seconds};
 use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
-use crate::error::{CliError, CliResult, EXIT_FAILURE};
+use crate::error::{CliResult, EXIT_FAILURE};
 use cubert::config::AutotuneLevel;
 use cubert::kernel::StandardVariant;
 use cubert::kernel::standard::StandardKernel;
@@ -100,7 +100,7 @@ pub fn run(backend: Backend, args: TuneArgs) -> CliResult<ExitCode> {
     };
     if let Some(shape) = args.shapes.iter().find(|shape| shape.0.len() != sizes) {
         let text: Vec<String> = shape.0.iter().map(ToString::to_string).collect();
-        return Err(CliError::usage(format!(
+        return Err(crate::error::usage(format!(
             "`{}` is not a shape of this kernel: {form}",
             text.join("x")
         )));
@@ -195,14 +195,16 @@ fn variant_named<R: Runtime>(
     R::standard_variants(kernel, client.properties())
         .into_iter()
         .find(|variant| variant.name == name)
-        .ok_or_else(|| CliError::failure(format!("the tuner chose an unknown variant `{name}`")))
+        .ok_or_else(|| {
+            crate::error::failure(format!("the tuner chose an unknown variant `{name}`"))
+        })
 }
 
 /// `rows × cols` as a count of elements of 4 bytes, or a usage error naming `label`.
 fn elements(label: &str, rows: usize, cols: usize) -> CliResult<usize> {
     rows.checked_mul(cols)
         .filter(|len| len.checked_mul(4).is_some())
-        .ok_or_else(|| CliError::usage(format!("the shape {label} is too large")))
+        .ok_or_else(|| crate::error::usage(format!("the shape {label} is too large")))
 }
 
 /// One tuned problem: how to run a variant on it and where its output is.
@@ -392,10 +394,10 @@ fn shape<R: CliRuntime>(
                 failures,
             )
         }
-        (TunedKernel::Matmul, _) => Err(CliError::usage(format!(
+        (TunedKernel::Matmul, _) => Err(crate::error::usage(format!(
             "a matmul shape is MxKxN, not {label}"
         ))),
-        (TunedKernel::ReduceSum, _) => Err(CliError::usage(format!(
+        (TunedKernel::ReduceSum, _) => Err(crate::error::usage(format!(
             "a reduce-sum shape is ROWSxCOLS, not {label}"
         ))),
     }
@@ -431,7 +433,7 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
     for dims in shapes {
         match shape(client, args, &dims, &mut failures) {
             Ok(row) => rows.push(row),
-            Err(error) => failures.push(format!("{dims:?}: {error}")),
+            Err(error) => failures.push(format!("{dims:?}: {error:#}")),
         }
         client.memory_cleanup();
     }
@@ -452,7 +454,7 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
     };
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?).map_err(|error| {
-            CliError::failure(format!("can't write {}: {error}", path.display()))
+            crate::error::failure(format!("can't write {}: {error}", path.display()))
         })?;
         outln!("# wrote {}", path.display());
     }
