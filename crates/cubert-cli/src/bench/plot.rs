@@ -1,36 +1,23 @@
-//! Plots of series (a value per size) as hand-written SVG: size on a log-2 x axis labelled
-//! in binary units, the value on a linear y axis from 0, one polyline with markers per
-//! series, grid lines, axis titles and a legend. No dependencies; any browser shows it.
+//! Plots of series (a value per size) as SVG, drawn by `plotters`: the size on a log-2 x
+//! axis labelled in binary units, the value on a linear y axis from 0, a line with markers
+//! per series, grid lines, axis titles and a legend. Any browser shows the file.
 
 use super::report::Series;
 use super::units::size_label;
 use crate::error::CliResult;
-use std::fmt::Write as _;
+use plotters::prelude::*;
 use std::path::Path;
 
-const WIDTH: f64 = 860.0;
-const HEIGHT: f64 = 500.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 150.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 60.0;
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+const WIDTH: u32 = 860;
+const HEIGHT: u32 = 500;
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x8c, 0x56, 0x4b),
 ];
-
-/// `text` with the XML special characters escaped.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A tick label for `value` on an axis stepping by `step`: as many decimals as the step has.
-fn tick_label(value: f64, step: f64) -> String {
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
-    format!("{value:.decimals$}")
-}
 
 /// The legend's name of a series: its name without `cubert_` and `_sweep`.
 fn legend_name(name: &str) -> &str {
@@ -38,159 +25,103 @@ fn legend_name(name: &str) -> &str {
     name.strip_suffix("_sweep").unwrap_or(name)
 }
 
-/// A round step for about `target` intervals up to `max`: 1, 2 or 5 times a power of 10.
-fn nice_step(max: f64, target: f64) -> f64 {
-    let raw = (max / target).max(f64::MIN_POSITIVE);
-    let power = 10f64.powf(raw.log10().floor());
-    let fraction = raw / power;
-    let nice = if fraction <= 1.0 {
-        1.0
-    } else if fraction <= 2.0 {
-        2.0
-    } else if fraction <= 5.0 {
-        5.0
+/// The x axis' label of `log2(bytes)`: the size in binary units where it is a whole number
+/// of bytes, else nothing.
+fn x_label(log2_bytes: f64) -> String {
+    let bytes = log2_bytes.exp2().round();
+    if (bytes.log2() - log2_bytes).abs() < 1e-6 && bytes < usize::MAX as f64 {
+        size_label(bytes as usize)
     } else {
-        10.0
-    };
-    nice * power
+        String::new()
+    }
 }
 
 /// The series as an SVG document titled `title`, the values in `unit`.
-pub fn svg(series: &[Series], title: &str, unit: &str) -> String {
+///
+/// # Errors
+/// The drawing library's error, as text.
+pub fn svg(series: &[Series], title: &str, unit: &str) -> Result<String, String> {
     let points = || series.iter().flat_map(|s| s.points.iter());
-    let sizes: Vec<u64> = {
-        let mut sizes: Vec<u64> = points().map(|p| p.bytes.max(1)).collect();
-        sizes.sort_unstable();
-        sizes.dedup();
-        sizes
-    };
-    let (min_x, max_x) = match (sizes.first(), sizes.last()) {
-        (Some(&min), Some(&max)) => ((min as f64).log2(), (max as f64).log2()),
-        _ => (0.0, 1.0),
-    };
-    let span_x = if max_x > min_x { max_x - min_x } else { 1.0 };
+    let log2 = |bytes: u64| (bytes.max(1) as f64).log2();
+    let (min_x, max_x) = points()
+        .map(|p| log2(p.bytes))
+        .fold(None, |range: Option<(f64, f64)>, x| {
+            Some(range.map_or((x, x), |(low, high)| (low.min(x), high.max(x))))
+        })
+        .unwrap_or((0.0, 1.0));
+    let max_x = if max_x > min_x { max_x } else { min_x + 1.0 };
     let max_value = points()
         .map(|p| p.value)
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let step = nice_step(if max_value > 0.0 { max_value } else { 1.0 }, 5.0);
-    let top_value = (max_value / step).ceil().max(1.0) * step;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let x_of = |bytes: u64| LEFT + ((bytes.max(1) as f64).log2() - min_x) / span_x * plot_w;
-    let y_of = |value: f64| TOP + plot_h - value.clamp(0.0, top_value) / top_value * plot_h;
-
+    let top_value = if max_value > 0.0 {
+        max_value * 1.05
+    } else {
+        1.0
+    };
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        out,
-        r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="{}" y="28" text-anchor="middle" font-size="15">{}</text>"#,
-        LEFT + plot_w / 2.0,
-        escape(title)
-    );
-    // Horizontal grid lines and y labels.
-    let mut value = 0.0;
-    while value <= top_value * (1.0 + 1e-9) {
-        let y = y_of(value);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
-            LEFT + plot_w
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LEFT - 6.0,
-            y + 4.0,
-            escape(&tick_label(value, step))
-        );
-        value += step;
-    }
-    // Vertical grid lines and x labels, one per measured size.
-    for &bytes in &sizes {
-        let x = x_of(bytes);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/>"##,
-            TOP + plot_h
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            TOP + plot_h + 18.0,
-            escape(&size_label(bytes as usize))
-        );
-    }
-    // Axes and their titles.
-    let _ = writeln!(
-        out,
-        r#"<path d="M{LEFT},{TOP} V{:.1} H{:.1}" fill="none" stroke="black"/>"#,
-        TOP + plot_h,
-        LEFT + plot_w
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">transfer size (bytes, log scale)</text>"#,
-        LEFT + plot_w / 2.0,
-        HEIGHT - 15.0
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
-        TOP + plot_h / 2.0,
-        TOP + plot_h / 2.0,
-        escape(unit)
-    );
-    // One polyline with markers per series, and the legend.
-    for (index, s) in series.iter().enumerate() {
-        let color = COLORS[index % COLORS.len()];
-        let coordinates: Vec<String> = s
-            .points
-            .iter()
-            .filter(|p| p.value.is_finite())
-            .map(|p| format!("{:.1},{:.1}", x_of(p.bytes), y_of(p.value)))
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            coordinates.join(" ")
-        );
-        for point in coordinates {
-            let (x, y) = point.split_once(',').unwrap_or(("0", "0"));
-            let _ = writeln!(out, r#"<circle cx="{x}" cy="{y}" r="3" fill="{color}"/>"#);
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(min_x..max_x, 0.0..top_value)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("transfer size (bytes, log scale)")
+            .y_desc(unit)
+            .x_labels(((max_x - min_x).ceil() as usize + 1).min(10))
+            .x_label_formatter(&|x| x_label(*x))
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (index, s) in series.iter().enumerate() {
+            let color = COLORS[index % COLORS.len()];
+            let line: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| p.value.is_finite())
+                .map(|p| (log2(p.bytes), p.value))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(legend_name(&s.name))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| e.to_string())?;
         }
-        let legend_y = TOP + 10.0 + index as f64 * 20.0;
-        let legend_x = LEFT + plot_w + 15.0;
-        let _ = writeln!(
-            out,
-            r#"<line x1="{legend_x}" y1="{legend_y}" x2="{:.1}" y2="{legend_y}" stroke="{color}" stroke-width="2"/>"#,
-            legend_x + 20.0
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            legend_x + 26.0,
-            legend_y + 4.0,
-            escape(legend_name(&s.name))
-        );
+        if !series.is_empty() {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK.mix(0.3))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
     }
-    out.push_str("</svg>\n");
-    out
+    Ok(out)
 }
 
 /// Writes [`svg`] of `series` to `path`.
 ///
 /// # Errors
-/// The I/O error.
+/// The drawing error or the I/O error.
 pub fn write(path: &Path, series: &[Series], title: &str, unit: &str) -> CliResult<()> {
-    std::fs::write(path, svg(series, title, unit))
+    let text = svg(series, title, unit)
+        .map_err(|error| crate::error::failure(format!("can't draw the plot: {error}")))?;
+    std::fs::write(path, text)
         .map_err(|error| anyhow::Error::from(error).context(path.display().to_string()))
 }
 
@@ -200,12 +131,10 @@ mod tests {
     use crate::bench::report::SeriesPoint;
 
     #[test]
-    fn steps_are_round() {
-        assert_eq!(nice_step(55.0, 5.0), 20.0);
-        assert_eq!(nice_step(4.2, 5.0), 1.0);
-        assert_eq!(nice_step(4300.0, 5.0), 1000.0);
-        assert_eq!(tick_label(15.0, 5.0), "15");
-        assert_eq!(tick_label(0.5, 0.1), "0.5");
+    fn axis_labels_are_binary_sizes() {
+        assert_eq!(x_label(12.0), "4KiB");
+        assert_eq!(x_label(30.0), "1GiB");
+        assert_eq!(x_label(12.5), "");
         assert_eq!(legend_name("cubert_h2d_pinned_sweep"), "h2d_pinned");
     }
 
@@ -237,9 +166,11 @@ mod tests {
                 }],
             },
         ];
-        let text = svg(&series, "title & more", "GB/s");
-        assert!(text.starts_with("<svg") && text.ends_with("</svg>\n"));
-        assert_eq!(text.matches("<polyline").count(), 2);
+        let text = svg(&series, "title & more", "GB/s").unwrap();
+        assert!(text.contains("<svg") && text.trim_end().ends_with("</svg>"));
+        // Each series' line and its legend sample, in the series' colour.
+        assert_eq!(text.matches(r##"stroke="#1F77B4""##).count(), 2);
+        assert_eq!(text.matches(r##"stroke="#D62728""##).count(), 2);
         assert_eq!(text.matches("<circle").count(), 3);
         for label in [
             "4KiB",
@@ -248,11 +179,12 @@ mod tests {
             "title &amp; more",
             "a&lt;b",
             "GB/s",
-            ">h2d_pinned<",
+            "h2d_pinned",
         ] {
             assert!(text.contains(label), "missing {label}");
         }
+        assert!(!text.contains("cubert_h2d"), "the legend shortens names");
         // An empty plot is still a document.
-        assert!(svg(&[], "empty", "GB/s").contains("</svg>"));
+        assert!(svg(&[], "empty", "GB/s").unwrap().contains("</svg>"));
     }
 }
