@@ -71,52 +71,73 @@ fn human_duration(duration: Duration) -> String {
 }
 
 impl fmt::Display for ProfileSummary {
+    /// The summary as text tables (laid out by `comfy-table`): timed kernels with their
+    /// launches, total, mean, min, max and share of the total time; then the launch counts
+    /// of untimed kernels; then the number of profiles that failed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let grand_total: Duration = self.kernels.iter().map(|k| k.total).sum();
-        let width = self
-            .kernels
-            .iter()
-            .map(|k| k.name.len())
-            .chain(self.executions.iter().map(|(name, _)| name.len()))
-            .max()
-            .unwrap_or(6)
-            .max(6);
         if !self.kernels.is_empty() {
-            writeln!(
-                f,
-                "{:<width$}  {:>8}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}",
-                "kernel", "launches", "total", "mean", "min", "max", "share"
-            )?;
-            for kernel in &self.kernels {
+            let rows = self.kernels.iter().map(|kernel| {
                 let share = if grand_total.is_zero() {
                     0.0
                 } else {
                     kernel.total.as_secs_f64() / grand_total.as_secs_f64() * 100.0
                 };
-                writeln!(
-                    f,
-                    "{:<width$}  {:>8}  {:>12}  {:>12}  {:>12}  {:>12}  {:>5.1}%",
-                    kernel.name,
-                    kernel.launches,
+                vec![
+                    kernel.name.clone(),
+                    kernel.launches.to_string(),
                     human_duration(kernel.total),
                     human_duration(kernel.mean()),
                     human_duration(kernel.min),
                     human_duration(kernel.max),
-                    share
-                )?;
-            }
+                    format!("{share:.1}%"),
+                ]
+            });
+            let headers = ["kernel", "launches", "total", "mean", "min", "max", "share"];
+            writeln!(f, "{}", text_table(&headers, rows))?;
         }
         if !self.executions.is_empty() {
-            writeln!(f, "{:<width$}  {:>8}", "kernel", "launches")?;
-            for (name, count) in &self.executions {
-                writeln!(f, "{name:<width$}  {count:>8}")?;
-            }
+            let rows = self
+                .executions
+                .iter()
+                .map(|(name, count)| vec![name.clone(), count.to_string()]);
+            writeln!(f, "{}", text_table(&["kernel", "launches"], rows))?;
         }
         if self.failures > 0 {
             writeln!(f, "{} profile(s) failed to resolve", self.failures)?;
         }
         Ok(())
     }
+}
+
+/// A borderless text table: the first column left-aligned, the others right-aligned, two
+/// spaces between columns, no trailing spaces.
+fn text_table(headers: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    use comfy_table::{CellAlignment, ContentArrangement, TableComponent, presets};
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .remove_style(TableComponent::HeaderLines)
+        .remove_style(TableComponent::VerticalLines)
+        .set_header(headers.to_vec());
+    for row in rows {
+        table.add_row(row);
+    }
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 2));
+        if index > 0 {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+        .to_string()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[derive(Default)]
@@ -362,7 +383,9 @@ mod tests {
         assert_eq!(summary.kernels[0].mean(), Duration::from_micros(20));
         assert_eq!(summary.kernels[0].max, Duration::from_micros(30));
         assert_eq!(summary.kernels[1].name, "mul");
-        assert!(summary.to_string().contains("add"));
+        let text = summary.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("kernel") && lines[0].ends_with("share"));
         assert!(
             lines[1].starts_with("add ") && lines[1].ends_with("88.9%"),
             "{text}"

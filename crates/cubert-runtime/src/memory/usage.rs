@@ -29,6 +29,8 @@ impl MemoryUsage {
 }
 
 /// Formats a byte count with a binary unit (`1.50 MiB`).
+// Hand-written rather than `bytesize`, whose display has one decimal: memory reports put
+// figures side by side that differ in the second (31.98 GiB reserved for 31.92 GiB live).
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
