@@ -13,7 +13,7 @@
 //! Several GPUs: `to_client` copies GPU to GPU directly where peer access exists (`peer`),
 //! and collectives (`all_reduce`, `send`/`recv`) go through NCCL, also loaded at run time
 //! ([`nccl::nccl_status`]), among the GPUs of one process or across processes
-//! (`collective`); see `docs/multi-device.md`.
+//! (`collective`).
 //!
 //! **After a device fault** (an illegal address, a trap in a kernel) every call of that
 //! client returns `ServerError::ServerUnhealthy`; nothing panics or aborts, and the rest of

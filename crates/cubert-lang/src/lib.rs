@@ -4,8 +4,7 @@
 //! [`expand`]sion that records the kernel's [`ir`] for code generators (CUDA C++ today),
 //! and a [`native`] Rust function the CPU backend runs. This crate holds both halves' support
 //! code, the element types ([`elem`]) and scalar traits ([`scalar`]) they share, and the
-//! [`KernelDefinition`] a backend builds a kernel from. `docs/kernel-language.md` in the
-//! repository describes the language, the IR and the semantics of memory and barriers.
+//! [`KernelDefinition`] a backend builds a kernel from.
 //!
 //! Modules: `elem` (element types), `half_rounding` (correctly rounded f64 to half
 //! conversions), `scalar` (the traits kernels are generic over), `ir`, `expand`, `native`,

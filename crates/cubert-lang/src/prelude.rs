@@ -3,8 +3,7 @@
 //! The scalar traits kernels are generic over, the array type of kernel signatures, the
 //! builtins (as documentation: the macro replaces them), and the intrinsics. The macro
 //! also replaces the cooperative calls (`sync_cube()`, `plane_sum(v)`, ...,
-//! `atomic_add(x, i, v)`, ..., `SharedMemory::<T>::new(len)`); see
-//! `docs/kernel-language.md`.
+//! `atomic_add(x, i, v)`, ..., `SharedMemory::<T>::new(len)`).
 
 pub use crate::native::{Array, SharedMemory, Tensor};
 pub use crate::scalar::{Float, Int, Numeric, Scalar};

@@ -4,7 +4,7 @@
 //! and `launch` functions, and the body twice: once as native Rust for the CPU, once as an
 //! expansion that records the kernel's IR for code generators. The body is checked against
 //! the language first; an unsupported construct is a compile error at its span that says
-//! what is supported. `docs/kernel-language.md` in the repository describes the language.
+//! what is supported.
 //!
 //! Modules: `signature` (the parameters and what they become), `body` (statements and
 //! expressions in both forms), `exclusive` (whether units touch only their own elements:

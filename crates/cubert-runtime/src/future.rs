@@ -36,8 +36,8 @@ impl Wake for ThreadWaker {
 /// parked thread can cost ~100 µs on virtual machines).
 ///
 /// Hand-written rather than `pollster::block_on` for that spin: pollster parks at once, and
-/// a read or sync that completes within microseconds would pay the wake-up every time (the
-/// `launch + sync` latency figures of `docs/benchmarks.md` are measured through this).
+/// a read or sync that completes within microseconds would pay the wake-up every time.
+// The `launch + sync` latency figures of docs/benchmarks.md are measured through this.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));

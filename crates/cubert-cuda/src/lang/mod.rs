@@ -7,7 +7,7 @@
 //! and the launch's execution mode applies to its loads and stores. Where C++ leaves
 //! behaviour undefined or different from the language (signed overflow, division by zero,
 //! oversized shifts, float-to-integer overflow, half arithmetic), the printed code spells
-//! the language's semantics out; `docs/kernel-language.md` lists them.
+//! the language's semantics out (each operation of `cubert_lang::ir` documents its own).
 //!
 //! `CUBERT_KERNEL_DUMP=dir` writes each generated source to `dir/<entry>.cu`.
 

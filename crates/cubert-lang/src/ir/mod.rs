@@ -5,8 +5,7 @@
 //! ([`Instruction::If`], [`Instruction::Loop`], [`Instruction::RangeLoop`]). Every computed
 //! value is assigned to a variable (`Instruction::Assign`), so a generator prints one
 //! statement per instruction and leaves register allocation to the downstream compiler.
-//! The expansion of a `#[kernel]` function records it (`crate::expand`); `docs/kernel-language.md`
-//! in the repository describes the design.
+//! The expansion of a `#[kernel]` function records it (`crate::expand`).
 
 mod instruction;
 mod operation;
