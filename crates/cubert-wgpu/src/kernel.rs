@@ -1,0 +1,89 @@
+//! Kernels of the wgpu backend: a language kernel's IR and the cube dim it is built for.
+//!
+//! `Runtime::language_kernel` has no device at hand, and the WGSL of a kernel depends on the
+//! adapter (64-bit types, subgroups) and on the launch's execution mode (checked or not), so
+//! a [`WgpuKernel`] keeps the IR; each server prints and compiles it on first launch
+//! (`pipeline`).
+
+use cubert_lang::ir;
+use cubert_runtime::CubeDim;
+use cubert_runtime::kernel::{KernelId, KernelMetadata};
+use std::sync::Arc;
+
+/// A kernel of the language for wgpu devices.
+#[derive(Clone, Debug)]
+pub struct WgpuKernel {
+    id: String,
+    name: String,
+    cube_dim: CubeDim,
+    ir: Arc<ir::Kernel>,
+    shared_memory: Option<usize>,
+}
+
+impl WgpuKernel {
+    /// The kernel `id` (its specialization), named `name`, whose IR is `ir`, for cubes of
+    /// `cube_dim` units.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        ir: Arc<ir::Kernel>,
+        cube_dim: CubeDim,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            cube_dim,
+            ir,
+            shared_memory: None,
+        }
+    }
+
+    /// The same kernel for cubes of `cube_dim` units (its WGSL is printed for that size).
+    pub fn with_cube_dim(mut self, cube_dim: CubeDim) -> Self {
+        self.cube_dim = cube_dim;
+        self
+    }
+
+    /// The same kernel declaring `bytes` of workgroup memory per cube instead of what its
+    /// IR holds: the client checks a launch against the device's limit with it.
+    pub fn with_shared_memory(mut self, bytes: usize) -> Self {
+        self.shared_memory = Some(bytes);
+        self
+    }
+
+    /// The kernel's IR.
+    pub fn ir(&self) -> &Arc<ir::Kernel> {
+        &self.ir
+    }
+
+    /// The specialization's id as text.
+    pub fn id_text(&self) -> &str {
+        &self.id
+    }
+}
+
+impl KernelMetadata for WgpuKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn id(&self) -> KernelId {
+        KernelId::new(format!("{}@{:?}", self.id, self.cube_dim))
+    }
+
+    fn cube_dim(&self) -> CubeDim {
+        self.cube_dim
+    }
+
+    /// Workgroup memory as the WGSL holds it: narrow types widened to 32-bit words.
+    fn shared_memory_bytes(&self) -> usize {
+        if let Some(bytes) = self.shared_memory {
+            return bytes;
+        }
+        self.ir
+            .shared_arrays()
+            .iter()
+            .map(|&(_, elem, len, _)| elem.size().max(4) * len as usize)
+            .sum()
+    }
+}

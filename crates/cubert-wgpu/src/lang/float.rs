@@ -1,0 +1,740 @@
+//! Float operations whose WGSL spelling would not give the language's result.
+//!
+//! WGSL promises less than IEEE 754 for several operations the language defines exactly
+//! (see "Floating Point Accuracy" in the WGSL specification), and GPUs take that latitude:
+//!
+//! - `x / y` is only within 2.5 ULP, `sqrt` inherits the error of `inverseSqrt`, and
+//!   `x % y` is `x - y * trunc(x / y)`. The language rounds division and square roots
+//!   correctly (`recip` too) and defines `%` as C's exact `fmod`: these helpers compute
+//!   them on the bits with integer arithmetic ([`div`], [`sqrt`], [`rem`]), for `f32` and
+//!   `f64` from one template.
+//! - `round` rounds half to even in WGSL and half away from zero in Rust ([`round`]).
+//! - `min`/`max` leave NaN operands to the implementation (SPIR-V `FMin` is undefined for
+//!   them); the language returns the other operand ([`min`], [`max`]). Both zeros compare
+//!   equal; `min` gives `-0.0` and `max` `+0.0` when they meet.
+//! - NaN tests look at the bits ([`is_nan`]), which no float optimization can change.
+//! - The transcendental functions are WGSL's (within WGSL's accuracy), with their special
+//!   values (NaN, infinities, zeros, out-of-domain arguments) spelled out as Rust's `f32`
+//!   methods give them; `erf` is a port of FreeBSD's `s_erff.c` (WGSL has none). WGSL's
+//!   transcendental functions exist for `f32` only on every backend (SPIR-V's GLSL.std.450
+//!   and HLSL have no 64-bit `exp`, `log`, `sin`, ...): the generator refuses them on `f64`.
+
+use super::helpers::Helpers;
+
+/// The binary format of a float register type, for the helper templates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Format {
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::F32 => "f32",
+            Format::F64 => "f64",
+        }
+    }
+
+    /// Fills a template's placeholders with this format's types and constants.
+    fn fill(self, template: &str) -> String {
+        let (tokens, f32s, f64s): (&[&str], &[&str], &[&str]) = (
+            &[
+                "$HIDDEN", "$MANTM", "$MBITS", "$EBITS", "$BIAS", "$EMAX", "$SIGN", "$EXPM",
+                "$QNAN", "$QUIET", "$HALF", "$ZERO", "$ONE", "$NAME", "$CLZ", "$FT", "$UT", "$u",
+            ],
+            &[
+                "0x00800000u",
+                "0x007fffffu",
+                "23u",
+                "8u",
+                "127",
+                "255",
+                "0x80000000u",
+                "0x7f800000u",
+                "0x7fc00000u",
+                "0x00400000u",
+                "0.5f",
+                "0.0f",
+                "1.0f",
+                "f32",
+                "countLeadingZeros",
+                "f32",
+                "u32",
+                "u",
+            ],
+            &[
+                "0x0010000000000000lu",
+                "0x000ffffffffffffflu",
+                "52u",
+                "11u",
+                "1023",
+                "2047",
+                "0x8000000000000000lu",
+                "0x7ff0000000000000lu",
+                "0x7ff8000000000000lu",
+                "0x0008000000000000lu",
+                "0.5lf",
+                "0.0lf",
+                "1.0lf",
+                "f64",
+                "cubert_clz_u64",
+                "f64",
+                "u64",
+                "lu",
+            ],
+        );
+        let values = match self {
+            Format::F32 => f32s,
+            Format::F64 => f64s,
+        };
+        let mut out = template.to_string();
+        for (token, value) in tokens.iter().zip(values) {
+            out = out.replace(token, value);
+        }
+        out
+    }
+
+    /// Registers what every template of this format may call.
+    fn common(self, helpers: &mut Helpers) {
+        if self == Format::F64 {
+            clz_u64(helpers);
+        }
+    }
+}
+
+/// Leading zeros of a `u64` (WGSL's `countLeadingZeros` lowers to 32-bit instructions).
+const CLZ_U64: &str = r"
+fn cubert_clz_u64(x: u64) -> u32 {
+    let high = u32(x >> 32u);
+    if (high != 0u) {
+        return countLeadingZeros(high);
+    }
+    return 32u + countLeadingZeros(u32(x & 0xfffffffflu));
+}";
+
+/// The 64-bit leading-zero count helper; returns its name.
+pub(super) fn clz_u64(helpers: &mut Helpers) -> String {
+    helpers.add("cubert_clz_u64", || CLZ_U64.to_string())
+}
+
+const IS_NAN: &str = r"
+// Whether `x` is a NaN, from its bits.
+fn cubert_is_nan_$NAME(x: $FT) -> bool {
+    return (bitcast<$UT>(x) & ~$SIGN) > $EXPM;
+}";
+
+/// The helper testing for NaN on the bits; returns its name.
+pub(super) fn is_nan(helpers: &mut Helpers, format: Format) -> String {
+    helpers.add(&format!("cubert_is_nan_{}", format.name()), || {
+        format.fill(IS_NAN)
+    })
+}
+
+const ROUND_PACK: &str = r"
+// The float nearest `q * 2^(e - $BIAS - $MBITS - 2)`, ties to even, signed by `sign`: `q`
+// has its leading one at bit $MBITS + 2 (two bits below the last kept one), `sticky`
+// says whether anything nonzero lies below `q`. Underflow gives subnormals and zeros,
+// overflow infinities.
+fn cubert_round_pack_$NAME(sign: $UT, e_in: i32, q_in: $UT, sticky_in: bool) -> $FT {
+    var e = e_in;
+    var q = q_in;
+    var sticky = sticky_in;
+    if (e >= $EMAX) {
+        return bitcast<$FT>(sign | $EXPM);
+    }
+    if (e <= 0) {
+        let shift = u32(1 - e);
+        if (shift > $MBITS + 3u) {
+            sticky = sticky || q != 0$u;
+            q = 0$u;
+        } else {
+            sticky = sticky || (q & ((1$u << shift) - 1$u)) != 0$u;
+            q = q >> shift;
+        }
+        e = 1;
+    }
+    var mantissa = q >> 2u;
+    let round = (q & 2$u) != 0$u;
+    let below = (q & 1$u) != 0$u || sticky;
+    if (round && (below || (mantissa & 1$u) != 0$u)) {
+        mantissa = mantissa + 1$u;
+    }
+    let bits = ($UT(u32(e - 1)) << $MBITS) + mantissa;
+    if (bits >= $EXPM) {
+        return bitcast<$FT>(sign | $EXPM);
+    }
+    return bitcast<$FT>(sign | bits);
+}";
+
+pub(super) fn round_pack(helpers: &mut Helpers, format: Format) -> String {
+    format.common(helpers);
+    helpers.add(&format!("cubert_round_pack_{}", format.name()), || {
+        format.fill(ROUND_PACK)
+    })
+}
+
+const DIV: &str = r"
+// `a / b`, correctly rounded (WGSL's `/` is only within 2.5 ULP): the quotient of the
+// significands bit by bit, then one rounding.
+fn cubert_div_$NAME(a: $FT, b: $FT) -> $FT {
+    let ua = bitcast<$UT>(a);
+    let ub = bitcast<$UT>(b);
+    let sign = (ua ^ ub) & $SIGN;
+    let aa = ua & ~$SIGN;
+    let ab = ub & ~$SIGN;
+    if (aa > $EXPM) {
+        return bitcast<$FT>(ua | $QUIET);
+    }
+    if (ab > $EXPM) {
+        return bitcast<$FT>(ub | $QUIET);
+    }
+    if (aa == $EXPM) {
+        if (ab == $EXPM) {
+            return bitcast<$FT>($QNAN);
+        }
+        return bitcast<$FT>(sign | $EXPM);
+    }
+    if (ab == $EXPM) {
+        return bitcast<$FT>(sign);
+    }
+    if (ab == 0$u) {
+        if (aa == 0$u) {
+            return bitcast<$FT>($QNAN);
+        }
+        return bitcast<$FT>(sign | $EXPM);
+    }
+    if (aa == 0$u) {
+        return bitcast<$FT>(sign);
+    }
+    var ea = i32(u32(aa >> $MBITS));
+    var ma = aa & $MANTM;
+    if (ea == 0) {
+        let s = $CLZ(ma) - $EBITS;
+        ma = ma << s;
+        ea = 1 - i32(s);
+    } else {
+        ma = ma | $HIDDEN;
+    }
+    var eb = i32(u32(ab >> $MBITS));
+    var mb = ab & $MANTM;
+    if (eb == 0) {
+        let s = $CLZ(mb) - $EBITS;
+        mb = mb << s;
+        eb = 1 - i32(s);
+    } else {
+        mb = mb | $HIDDEN;
+    }
+    var e = ea - eb + $BIAS;
+    if (ma < mb) {
+        ma = ma << 1u;
+        e = e - 1;
+    }
+    var r = ma;
+    var q = 0$u;
+    for (var k = 0u; k < $MBITS + 3u; k = k + 1u) {
+        q = q << 1u;
+        if (r >= mb) {
+            r = r - mb;
+            q = q | 1$u;
+        }
+        r = r << 1u;
+    }
+    return cubert_round_pack_$NAME(sign, e, q, r != 0$u);
+}";
+
+/// The correctly rounded division helper; returns its name.
+pub(super) fn div(helpers: &mut Helpers, format: Format) -> String {
+    round_pack(helpers, format);
+    helpers.add(&format!("cubert_div_{}", format.name()), || {
+        format.fill(DIV)
+    })
+}
+
+const SQRT: &str = r"
+// `sqrt(x)`, correctly rounded (WGSL's inherits the error of `inverseSqrt`): the integer
+// square root of the significand, two bits of the radicand a step, then one rounding.
+fn cubert_sqrt_$NAME(x: $FT) -> $FT {
+    let u = bitcast<$UT>(x);
+    let a = u & ~$SIGN;
+    if (a > $EXPM) {
+        return bitcast<$FT>(u | $QUIET);
+    }
+    if (a == 0$u) {
+        return x;
+    }
+    if ((u & $SIGN) != 0$u) {
+        return bitcast<$FT>($QNAN);
+    }
+    if (a == $EXPM) {
+        return x;
+    }
+    var e = i32(u32(a >> $MBITS));
+    var m = a & $MANTM;
+    if (e == 0) {
+        let s = $CLZ(m) - $EBITS;
+        m = m << s;
+        e = 1 - i32(s);
+    } else {
+        m = m | $HIDDEN;
+    }
+    var k = e - $BIAS;
+    if ((k & 1) != 0) {
+        m = m << 1u;
+        k = k - 1;
+    }
+    // q = floor(sqrt(m * 2^($MBITS + 4))), r the remainder.
+    var r = 0$u;
+    var q = 0$u;
+    for (var j = i32($MBITS) + 2; j >= 0; j = j - 1) {
+        let p = 2 * j - i32($MBITS) - 4;
+        var pair = 0$u;
+        if (p >= 0) {
+            pair = (m >> u32(p)) & 3$u;
+        } else if (p == -1) {
+            pair = (m << 1u) & 3$u;
+        }
+        r = (r << 2u) | pair;
+        let t = (q << 2u) | 1$u;
+        q = q << 1u;
+        if (r >= t) {
+            r = r - t;
+            q = q | 1$u;
+        }
+    }
+    return cubert_round_pack_$NAME(0$u, k / 2 + $BIAS, q, r != 0$u);
+}";
+
+/// The correctly rounded square root helper; returns its name.
+pub(super) fn sqrt(helpers: &mut Helpers, format: Format) -> String {
+    round_pack(helpers, format);
+    helpers.add(&format!("cubert_sqrt_{}", format.name()), || {
+        format.fill(SQRT)
+    })
+}
+
+const REM: &str = r"
+// `fmod(x, y)`: the exact remainder with the sign of `x` (WGSL's `%` is
+// `x - y * trunc(x / y)`), by shifting and subtracting the significands.
+fn cubert_rem_$NAME(x: $FT, y: $FT) -> $FT {
+    let ux = bitcast<$UT>(x);
+    let uy = bitcast<$UT>(y);
+    let sx = ux & $SIGN;
+    let ax = ux & ~$SIGN;
+    let ay = uy & ~$SIGN;
+    if (ax > $EXPM) {
+        return bitcast<$FT>(ux | $QUIET);
+    }
+    if (ay > $EXPM) {
+        return bitcast<$FT>(uy | $QUIET);
+    }
+    if (ax == $EXPM || ay == 0$u) {
+        return bitcast<$FT>($QNAN);
+    }
+    if (ax < ay) {
+        return x;
+    }
+    if (ax == ay) {
+        return bitcast<$FT>(sx);
+    }
+    var ex = i32(u32(ax >> $MBITS));
+    var mx = ax & $MANTM;
+    if (ex == 0) {
+        let s = $CLZ(mx) - $EBITS;
+        mx = mx << s;
+        ex = 1 - i32(s);
+    } else {
+        mx = mx | $HIDDEN;
+    }
+    var ey = i32(u32(ay >> $MBITS));
+    var my = ay & $MANTM;
+    if (ey == 0) {
+        let s = $CLZ(my) - $EBITS;
+        my = my << s;
+        ey = 1 - i32(s);
+    } else {
+        my = my | $HIDDEN;
+    }
+    loop {
+        if (mx >= my) {
+            mx = mx - my;
+            if (mx == 0$u) {
+                return bitcast<$FT>(sx);
+            }
+        }
+        if (ex <= ey) {
+            break;
+        }
+        mx = mx << 1u;
+        ex = ex - 1;
+    }
+    let s = $CLZ(mx) - $EBITS;
+    mx = mx << s;
+    ex = ex - i32(s);
+    if (ex > 0) {
+        return bitcast<$FT>(sx | ($UT(u32(ex)) << $MBITS) | (mx & $MANTM));
+    }
+    return bitcast<$FT>(sx | (mx >> u32(1 - ex)));
+}";
+
+/// The exact remainder helper; returns its name.
+pub(super) fn rem(helpers: &mut Helpers, format: Format) -> String {
+    format.common(helpers);
+    helpers.add(&format!("cubert_rem_{}", format.name()), || {
+        format.fill(REM)
+    })
+}
+
+const ROUND: &str = r"
+// Rounds half away from zero (Rust's `round`; WGSL's rounds half to even).
+fn cubert_round_$NAME(x: $FT) -> $FT {
+    let t = trunc(x);
+    if (abs(x - t) >= $HALF) {
+        return t + select($ONE, -$ONE, x < $ZERO);
+    }
+    return t;
+}";
+
+/// The round-half-away-from-zero helper; returns its name.
+pub(super) fn round(helpers: &mut Helpers, format: Format) -> String {
+    helpers.add(&format!("cubert_round_{}", format.name()), || {
+        format.fill(ROUND)
+    })
+}
+
+const MIN: &str = r"
+// The smaller of `a` and `b`, the other one if one is NaN; -0 when both are zeros.
+fn cubert_min_$NAME(a: $FT, b: $FT) -> $FT {
+    if (cubert_is_nan_$NAME(a)) {
+        return b;
+    }
+    if (cubert_is_nan_$NAME(b)) {
+        return a;
+    }
+    if (a == b) {
+        return bitcast<$FT>(bitcast<$UT>(a) | bitcast<$UT>(b));
+    }
+    return select(a, b, b < a);
+}";
+
+const MAX: &str = r"
+// The larger of `a` and `b`, the other one if one is NaN; +0 when both are zeros.
+fn cubert_max_$NAME(a: $FT, b: $FT) -> $FT {
+    if (cubert_is_nan_$NAME(a)) {
+        return b;
+    }
+    if (cubert_is_nan_$NAME(b)) {
+        return a;
+    }
+    if (a == b) {
+        return bitcast<$FT>(bitcast<$UT>(a) & bitcast<$UT>(b));
+    }
+    return select(a, b, b > a);
+}";
+
+/// The language's `min` helper; returns its name.
+pub(super) fn min(helpers: &mut Helpers, format: Format) -> String {
+    is_nan(helpers, format);
+    helpers.add(&format!("cubert_min_{}", format.name()), || {
+        format.fill(MIN)
+    })
+}
+
+/// The language's `max` helper; returns its name.
+pub(super) fn max(helpers: &mut Helpers, format: Format) -> String {
+    is_nan(helpers, format);
+    helpers.add(&format!("cubert_max_{}", format.name()), || {
+        format.fill(MAX)
+    })
+}
+
+/// `-x` on the bits (exact for every value, NaN payloads included).
+pub(super) fn neg(format: Format, x: &str) -> String {
+    let (ft, ut) = (format.name(), unsigned(format));
+    let sign = format.fill("$SIGN");
+    format!("bitcast<{ft}>(bitcast<{ut}>({x}) ^ {sign})")
+}
+
+/// `|x|` on the bits.
+pub(super) fn abs(format: Format, x: &str) -> String {
+    let (ft, ut) = (format.name(), unsigned(format));
+    let sign = format.fill("$SIGN");
+    format!("bitcast<{ft}>(bitcast<{ut}>({x}) & ~{sign})")
+}
+
+fn unsigned(format: Format) -> &'static str {
+    match format {
+        Format::F32 => "u32",
+        Format::F64 => "u64",
+    }
+}
+
+/// The `f32` transcendental functions with Rust's special values.
+const TRANSCENDENTAL: &[(&str, &str)] = &[
+    (
+        "exp",
+        r"
+// `exp(x)`; NaN stays NaN, large arguments give infinity, very negative ones zero.
+fn cubert_exp_f32(x: f32) -> f32 {
+    if (cubert_is_nan_f32(x)) {
+        return bitcast<f32>(bitcast<u32>(x) | 0x00400000u);
+    }
+    if (x > 88.72284f) {
+        return bitcast<f32>(0x7f800000u);
+    }
+    if (x < -104.0f) {
+        return 0.0f;
+    }
+    return exp(x);
+}",
+    ),
+    (
+        "ln",
+        r"
+// `ln(x)`: NaN below zero, -infinity at zero, infinity at infinity.
+fn cubert_ln_f32(x: f32) -> f32 {
+    let special = cubert_log_special_f32(x);
+    if (special.x != 0.0f) {
+        return special.y;
+    }
+    return log(x);
+}",
+    ),
+    (
+        "log2",
+        r"
+// `log2(x)`, with `ln`'s special values.
+fn cubert_log2_f32(x: f32) -> f32 {
+    let special = cubert_log_special_f32(x);
+    if (special.x != 0.0f) {
+        return special.y;
+    }
+    return log2(x);
+}",
+    ),
+    (
+        "log10",
+        r"
+// `log10(x)` (WGSL has none: `log2(x) * log10(2)`), with `ln`'s special values.
+fn cubert_log10_f32(x: f32) -> f32 {
+    let special = cubert_log_special_f32(x);
+    if (special.x != 0.0f) {
+        return special.y;
+    }
+    return log2(x) * 0.30102999566398120f;
+}",
+    ),
+    (
+        "sin",
+        r"
+// `sin(x)`: NaN for infinities and NaNs.
+fn cubert_sin_f32(x: f32) -> f32 {
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    return sin(x);
+}",
+    ),
+    (
+        "cos",
+        r"
+// `cos(x)`: NaN for infinities and NaNs.
+fn cubert_cos_f32(x: f32) -> f32 {
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    return cos(x);
+}",
+    ),
+    (
+        "tan",
+        r"
+// `tan(x)`: NaN for infinities and NaNs.
+fn cubert_tan_f32(x: f32) -> f32 {
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    return tan(x);
+}",
+    ),
+    (
+        "tanh",
+        r"
+// `tanh(x)`: WGSL's is `sinh(x) / cosh(x)`, which overflows to NaN for large arguments
+// and cancels for tiny ones; past 10 the result is ±1 in f32, below 2^-12 it is `x`.
+fn cubert_tanh_f32(x: f32) -> f32 {
+    let a = bitcast<u32>(x) & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        return bitcast<f32>(bitcast<u32>(x) | 0x00400000u);
+    }
+    if (a >= 0x41200000u) {
+        return bitcast<f32>((bitcast<u32>(x) & 0x80000000u) | 0x3f800000u);
+    }
+    if (a < 0x39800000u) {
+        return x;
+    }
+    return tanh(x);
+}",
+    ),
+];
+
+const LOG_SPECIAL: &str = r"
+// The special values of the logarithms: (1, result) when `x` is NaN, negative, zero or
+// infinite, (0, 0) otherwise.
+fn cubert_log_special_f32(x: f32) -> vec2<f32> {
+    let u = bitcast<u32>(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return vec2<f32>(1.0f, bitcast<f32>(u | 0x00400000u));
+    }
+    if ((u & 0x7fffffffu) == 0u) {
+        return vec2<f32>(1.0f, bitcast<f32>(0xff800000u));
+    }
+    if ((u & 0x80000000u) != 0u) {
+        return vec2<f32>(1.0f, bitcast<f32>(0x7fc00000u));
+    }
+    if (u == 0x7f800000u) {
+        return vec2<f32>(1.0f, x);
+    }
+    return vec2<f32>(0.0f, 0.0f);
+}";
+
+/// The `f32` helper of transcendental function `name` (`exp`, `ln`, `log2`, `log10`,
+/// `sin`, `cos`, `tan`, `tanh`, `erf`); returns its name, or `None` for another name.
+pub(super) fn transcendental(helpers: &mut Helpers, name: &str) -> Option<String> {
+    if name == "erf" {
+        return Some(erf(helpers));
+    }
+    let (_, source) = TRANSCENDENTAL.iter().find(|(op, _)| *op == name)?;
+    is_nan(helpers, Format::F32);
+    if name.starts_with("l") {
+        helpers.add("cubert_log_special_f32", || LOG_SPECIAL.to_string());
+    }
+    Some(helpers.add(&format!("cubert_{name}_f32"), || source.to_string()))
+}
+
+const POW: &str = r"
+// `powf(x, y)` with C's special values (WGSL's `pow` is `exp2(y * log2(x))`, undefined
+// for negative `x`): integer powers of negative numbers, zeros, infinities and NaNs.
+fn cubert_pow_f32(x: f32, y: f32) -> f32 {
+    if (y == 0.0f || x == 1.0f) {
+        return 1.0f;
+    }
+    if (cubert_is_nan_f32(x) || cubert_is_nan_f32(y)) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let ax = abs(x);
+    let ay = abs(y);
+    let y_infinite = ay == bitcast<f32>(0x7f800000u);
+    let y_integer = y_infinite || trunc(y) == y;
+    // Every float from 2^24 up is even.
+    let y_odd = !y_infinite && ay < 16777216.0f && (u32(ay) & 1u) == 1u && y_integer;
+    let negate = x < 0.0f && y_odd;
+    if (y_infinite) {
+        if (ax == 1.0f) {
+            return 1.0f;
+        }
+        if ((ax < 1.0f) == (y < 0.0f)) {
+            return bitcast<f32>(0x7f800000u);
+        }
+        return 0.0f;
+    }
+    if (ax == 0.0f) {
+        let sign = select(0u, bitcast<u32>(x) & 0x80000000u, y_odd);
+        if (y < 0.0f) {
+            return bitcast<f32>(sign | 0x7f800000u);
+        }
+        return bitcast<f32>(sign);
+    }
+    if (ax == bitcast<f32>(0x7f800000u)) {
+        let sign = select(0u, 0x80000000u, negate);
+        if (y < 0.0f) {
+            return bitcast<f32>(sign);
+        }
+        return bitcast<f32>(sign | 0x7f800000u);
+    }
+    if (x < 0.0f && !y_integer) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(ax, y);
+    return select(r, -r, negate);
+}";
+
+/// The `f32` `powf` helper; returns its name.
+pub(super) fn pow(helpers: &mut Helpers) -> String {
+    is_nan(helpers, Format::F32);
+    helpers.add("cubert_pow_f32", || POW.to_string())
+}
+
+const ERF: &str = r"
+// `erf(x)` (WGSL has none): FreeBSD's s_erff.c (Sun Microsystems, 1993, freely
+// redistributable), whose coefficients are given by their bits. Rational approximations
+// on [0, 0.84375), [0.84375, 1.25), erfc through exp on [1.25, 6), ±1 past 6.
+fn cubert_erf_f32(x: f32) -> f32 {
+    let hx = bitcast<u32>(x);
+    let ix = hx & 0x7fffffffu;
+    let negative = (hx & 0x80000000u) != 0u;
+    if (ix > 0x7f800000u) {
+        return bitcast<f32>(hx | 0x00400000u);
+    }
+    if (ix == 0x7f800000u) {
+        return select(1.0f, -1.0f, negative);
+    }
+    if (ix < 0x3f580000u) {
+        if (ix < 0x31800000u) {
+            // |x| < 2^-28: x + x * 2/sqrt(pi) - x (the last term underflows).
+            if (ix < 0x04000000u) {
+                return 0.125f * (8.0f * x + bitcast<f32>(0x3f8375d4u) * x);
+            }
+            return x + bitcast<f32>(0x3e0375d4u) * x;
+        }
+        let z = x * x;
+        let r = bitcast<f32>(0x3e0375d4u) + z * (bitcast<f32>(0xbea66bebu) + z * (bitcast<f32>(0xbce9528fu)
+            + z * (bitcast<f32>(0xbbbd1489u) + z * bitcast<f32>(0xb7c756b1u))));
+        let s = 1.0f + z * (bitcast<f32>(0x3ecbbbceu) + z * (bitcast<f32>(0x3d852a63u)
+            + z * (bitcast<f32>(0x3ba68116u) + z * (bitcast<f32>(0x390aee49u) + z * bitcast<f32>(0xb684e21au)))));
+        return x + x * (r / s);
+    }
+    if (ix < 0x3fa00000u) {
+        let s = abs(x) - 1.0f;
+        let p = bitcast<f32>(0xbb1acdc6u) + s * (bitcast<f32>(0x3ed46805u) + s * (bitcast<f32>(0xbebe9208u)
+            + s * (bitcast<f32>(0x3ea2fe54u) + s * (bitcast<f32>(0xbde31cc2u) + s * (bitcast<f32>(0x3d1151b3u)
+            + s * bitcast<f32>(0xbb0df9c0u))))));
+        let q = 1.0f + s * (bitcast<f32>(0x3dd9f331u) + s * (bitcast<f32>(0x3f0a5785u)
+            + s * (bitcast<f32>(0x3d931ae7u) + s * (bitcast<f32>(0x3e013307u) + s * (bitcast<f32>(0x3c5f6e13u)
+            + s * bitcast<f32>(0x3c445aa3u))))));
+        let erx = bitcast<f32>(0x3f58560bu);
+        return select(erx + p / q, -erx - p / q, negative);
+    }
+    if (ix >= 0x40c00000u) {
+        return select(1.0f, -1.0f, negative);
+    }
+    let ax = abs(x);
+    let s = 1.0f / (ax * ax);
+    var big_r: f32;
+    var big_s: f32;
+    if (ix < 0x4036db6eu) {
+        big_r = bitcast<f32>(0xbc21a093u) + s * (bitcast<f32>(0xbf31a0b7u) + s * (bitcast<f32>(0xc128f022u)
+            + s * (bitcast<f32>(0xc2798057u) + s * (bitcast<f32>(0xc322658cu) + s * (bitcast<f32>(0xc3389ae7u)
+            + s * (bitcast<f32>(0xc2a2932bu) + s * bitcast<f32>(0xc11d077eu)))))));
+        big_s = 1.0f + s * (bitcast<f32>(0x419d35ceu) + s * (bitcast<f32>(0x4309a863u)
+            + s * (bitcast<f32>(0x43d9486fu) + s * (bitcast<f32>(0x442158c9u) + s * (bitcast<f32>(0x43d6810bu)
+            + s * (bitcast<f32>(0x42d9451fu) + s * (bitcast<f32>(0x40d23f7cu) + s * bitcast<f32>(0xbd777f97u))))))));
+    } else {
+        big_r = bitcast<f32>(0xbc21a092u) + s * (bitcast<f32>(0xbf4c9dd4u) + s * (bitcast<f32>(0xc18e104bu)
+            + s * (bitcast<f32>(0xc320a2eau) + s * (bitcast<f32>(0xc41f6441u) + s * (bitcast<f32>(0xc480230bu)
+            + s * bitcast<f32>(0xc3f1c275u))))));
+        big_s = 1.0f + s * (bitcast<f32>(0x41f2b459u) + s * (bitcast<f32>(0x43a2e571u)
+            + s * (bitcast<f32>(0x44c01759u) + s * (bitcast<f32>(0x4547fdbbu) + s * (bitcast<f32>(0x451f90ceu)
+            + s * (bitcast<f32>(0x43ed43a7u) + s * bitcast<f32>(0xc1b38712u)))))));
+    }
+    // z: |x| with its low 12 bits cleared, so -z * z is exact.
+    let z = bitcast<f32>(bitcast<u32>(ax) & 0xfffff000u);
+    let r = exp(-z * z - 0.5625f) * exp((z - ax) * (z + ax) + big_r / big_s);
+    return select(1.0f - r / ax, r / ax - 1.0f, negative);
+}";
+
+fn erf(helpers: &mut Helpers) -> String {
+    helpers.add("cubert_erf_f32", || ERF.to_string())
+}

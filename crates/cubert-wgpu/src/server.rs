@@ -1,0 +1,770 @@
+//! The wgpu compute server: one per adapter a client uses.
+//!
+//! It owns the wgpu device and queue, the memory manager over wgpu buffers, the pipelines,
+//! one pending command encoder and the errors queued per stream. `docs/wgpu.md` in the
+//! repository walks through the data flow; in short:
+//!
+//! - launches are compute passes recorded into the pending encoder, submitted on `flush`,
+//!   `sync`, reads, writes and every [`LAUNCHES_PER_SUBMIT`] launches;
+//! - wgpu orders every command of its one queue, so all streams are ordered after each
+//!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
+//! - reads and syncs return futures that wait for the device on the awaiting thread;
+//! - checked kernels count out-of-bounds accesses in a status word, read back by `sync`
+//!   and reads; wgpu's validation errors and a lost device land in an error list that the
+//!   next `flush`, `sync` or read returns.
+
+use crate::device::{WgpuDevice, WgpuInfo};
+use crate::kernel::WgpuKernel;
+use crate::pipeline::PipelineCache;
+use crate::properties::{wanted_features, wgpu_properties, wgsl_target};
+use crate::readback::Readback;
+use crate::storage::{WgpuResource, WgpuStorage};
+use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::config::{CubertConfig, global_config};
+use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
+use cubert_runtime::future::{DynFut, ready};
+use cubert_runtime::handle::MemoryId;
+use cubert_runtime::kernel::KernelMetadata;
+use cubert_runtime::layout::PitchedLayoutPolicy;
+use cubert_runtime::memory::{
+    DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
+};
+use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
+use cubert_runtime::properties::TimingMethod;
+use cubert_runtime::server::{
+    ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+};
+use cubert_runtime::storage::ManagedResource;
+use cubert_runtime::{
+    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
+    LaunchError, ProfileError, ServerError, StreamId,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+use wgpu::util::DeviceExt;
+
+/// Launches recorded before the pending encoder is submitted on its own.
+pub const LAUNCHES_PER_SUBMIT: usize = 64;
+
+/// Errors wgpu reports outside any call (validation, a lost device), waiting for the next
+/// `flush`, `sync` or read.
+type DeviceErrors = Arc<Mutex<Vec<String>>>;
+
+/// Settings of a wgpu server beyond the configuration file's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WgpuServerOptions {
+    /// Most bytes the server may hold from the device (none: until the driver refuses).
+    pub memory_limit: Option<u64>,
+    /// Row alignment of pitched tensors in bytes (none: dense rows).
+    pub pitch_alignment: Option<u64>,
+}
+
+/// The server of one wgpu device. See the module docs.
+pub struct WgpuServer {
+    device: WgpuDevice,
+    gpu: wgpu::Device,
+    queue: wgpu::Queue,
+    features: wgpu::Features,
+    limits: wgpu::Limits,
+    memory: DeviceMemory<WgpuStorage>,
+    utilities: Arc<ServerUtilities<WgpuServer>>,
+    errors: StreamErrors,
+    device_errors: DeviceErrors,
+    pipelines: PipelineCache,
+    encoder: Option<wgpu::CommandEncoder>,
+    recorded: usize,
+    status: wgpu::Buffer,
+    /// Checked kernels launched since the status word was last read.
+    checked_since: Vec<String>,
+    profiles: HashMap<u64, Instant>,
+    next_token: u64,
+}
+
+impl std::fmt::Debug for WgpuServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuServer")
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl WgpuServer {
+    /// A server for `device` with the settings of `config`.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] when wgpu has no such adapter or it refuses a device.
+    pub fn new(device: WgpuDevice, config: &CubertConfig) -> Result<Self, ServerError> {
+        Self::with_options(device, config, &WgpuServerOptions::default())
+    }
+
+    /// A server for `device` with the settings of `config` and `options`.
+    ///
+    /// # Errors
+    /// As [`WgpuServer::new`].
+    pub fn with_options(
+        device: WgpuDevice,
+        config: &CubertConfig,
+        options: &WgpuServerOptions,
+    ) -> Result<Self, ServerError> {
+        let adapters = crate::adapter::adapters();
+        let adapter = adapters.get(device.index as usize).ok_or_else(|| {
+            ServerError::generic(format!(
+                "there is no wgpu device {}: wgpu finds {} adapter(s) (`cubert info` lists them)",
+                device.index,
+                adapters.len()
+            ))
+        })?;
+        let features = wanted_features(adapter);
+        let limits = adapter.limits();
+        let (gpu, queue) =
+            cubert_runtime::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("cubert"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            }))
+            .map_err(|error| {
+                ServerError::generic(format!(
+                    "wgpu refused a device on adapter {}: {error}",
+                    device.index
+                ))
+            })?;
+        let device_errors = DeviceErrors::default();
+        let sink = device_errors.clone();
+        gpu.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(error.to_string());
+        }));
+        let sink = device_errors.clone();
+        gpu.set_device_lost_callback(move |reason, message| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(format!("the wgpu device was lost ({reason:?}): {message}"));
+        });
+        let properties = wgpu_properties(adapter, &limits, features);
+        let max_allocation = properties.memory.max_allocation_size;
+        let memory = DeviceMemory::new(
+            device.to_id(),
+            WgpuStorage::new(gpu.clone()),
+            config.memory.options(),
+            MemoryLimits {
+                max_allocation,
+                capacity: options.memory_limit,
+            },
+        );
+        let layout = PitchedLayoutPolicy::new(
+            memory.handles(),
+            properties.memory.alignment,
+            options
+                .pitch_alignment
+                .unwrap_or(properties.memory.pitch_alignment),
+            max_allocation,
+        );
+        let adapter_info = adapter.get_info();
+        let info = WgpuInfo {
+            adapter: adapter_info.name.clone(),
+            api: format!("{:?}", adapter_info.backend),
+            driver: format!("{} {}", adapter_info.driver, adapter_info.driver_info)
+                .trim()
+                .to_string(),
+            software: adapter_info.device_type == wgpu::DeviceType::Cpu,
+            device_count: adapters.len() as u32,
+        };
+        let status = gpu.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("cubert status"),
+            size: 256,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let utilities = ServerUtilities::new(device.to_id(), properties, info, layout, config);
+        Ok(Self {
+            device,
+            gpu,
+            queue,
+            features,
+            limits,
+            memory,
+            utilities: Arc::new(utilities),
+            errors: StreamErrors::default(),
+            device_errors,
+            pipelines: PipelineCache::default(),
+            encoder: None,
+            recorded: 0,
+            status,
+            checked_since: Vec::new(),
+            profiles: HashMap::new(),
+            next_token: 0,
+        })
+    }
+
+    /// The pending encoder, started if there is none.
+    fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        let gpu = &self.gpu;
+        self.encoder.get_or_insert_with(|| {
+            gpu.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("cubert"),
+            })
+        })
+    }
+
+    /// Submits the pending encoder, if any.
+    fn submit(&mut self) {
+        if let Some(encoder) = self.encoder.take() {
+            self.queue.submit([encoder.finish()]);
+        }
+        self.recorded = 0;
+    }
+
+    /// Submits everything and waits for the device (profiling's clock reads).
+    fn wait_idle(&mut self) -> Result<(), ServerError> {
+        self.submit();
+        self.gpu
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|error| ServerError::generic(format!("wgpu: waiting for the device: {error}")))
+    }
+
+    /// Moves the errors wgpu reported on its own onto `stream`, then takes the stream's.
+    fn take_errors(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        let reported: Vec<String> = std::mem::take(
+            &mut *self
+                .device_errors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for message in reported {
+            self.errors
+                .push(stream, ServerError::generic(format!("wgpu: {message}")));
+        }
+        self.errors.take(stream)
+    }
+
+    /// Frees the memory of every handle dropped since the last call. wgpu orders all
+    /// commands, so any later command may reuse it.
+    fn drain_releases(&mut self) {
+        self.memory.drain_releases(|_, _| Vec::new());
+    }
+
+    fn resolve(&mut self, binding: &Binding) -> Result<WgpuResource, IoError> {
+        self.memory.resolve(binding)
+    }
+
+    /// A copy of the status word and a reset of it, recorded if a checked kernel ran since
+    /// the last one; with the names of those kernels.
+    fn record_status_check(&mut self) -> Option<(Readback, Vec<String>)> {
+        if self.checked_since.is_empty() {
+            return None;
+        }
+        let names = std::mem::take(&mut self.checked_since);
+        let gpu = self.gpu.clone();
+        let status = self.status.clone();
+        let encoder = self.encoder();
+        let readback = Readback::record(&gpu, encoder, &status, 0, 4);
+        encoder.clear_buffer(&status, 0, None);
+        Some((readback, names))
+    }
+
+    /// The bytes `offset..offset + size` of `buffer`, read at once (the runner waits: used
+    /// only by writes that aren't whole aligned words).
+    fn read_now(
+        &mut self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<Vec<u8>, ServerError> {
+        let gpu = self.gpu.clone();
+        let readback = Readback::record(&gpu, self.encoder(), buffer, offset, size);
+        self.submit();
+        readback.wait()
+    }
+
+    fn write_one(&mut self, descriptor: &CopyDescriptor, data: &Bytes) -> Result<(), ServerError> {
+        let dense = descriptor.validate()?;
+        if dense != data.len() {
+            return Err(IoError::invalid(format!(
+                "writing {} bytes into a tensor of {dense} bytes",
+                data.len()
+            ))
+            .into());
+        }
+        let resource = self.resolve(&descriptor.handle)?;
+        // Commands recorded before this write run before it.
+        self.submit();
+        if descriptor.is_contiguous() && resource.offset % 4 == 0 && dense % 4 == 0 {
+            if dense > 0 {
+                self.queue
+                    .write_buffer(&resource.buffer, resource.offset, &data[..dense]);
+            }
+            return Ok(());
+        }
+        // Not whole words, or strided: patch the enclosing words on the host.
+        let start = resource.offset & !3;
+        let end = (resource.offset + resource.size).next_multiple_of(4);
+        let mut words = self.read_now(&resource.buffer, start, end - start)?;
+        let skip = (resource.offset - start) as usize;
+        let target = &mut words[skip..skip + resource.size as usize];
+        if descriptor.is_contiguous() {
+            target[..dense].copy_from_slice(&data[..dense]);
+        } else {
+            scatter(
+                data,
+                &descriptor.shape,
+                &descriptor.strides,
+                descriptor.elem_size,
+                target,
+            );
+        }
+        self.queue.write_buffer(&resource.buffer, start, &words);
+        Ok(())
+    }
+
+    fn copy_one(&mut self, source: &Binding, destination: &Binding) -> Result<(), ServerError> {
+        let from = self.resolve(source)?;
+        let to = self.resolve(destination)?;
+        if from.size != to.size {
+            return Err(IoError::invalid(format!(
+                "copying {} bytes into {} bytes",
+                from.size, to.size
+            ))
+            .into());
+        }
+        let same_buffer = from.buffer == to.buffer;
+        if same_buffer && from.offset == to.offset {
+            return Ok(());
+        }
+        if same_buffer && from.offset < to.offset + to.size && to.offset < from.offset + from.size {
+            return Err(
+                IoError::invalid("the source and the destination of a copy overlap").into(),
+            );
+        }
+        if from.offset % 4 != 0 || to.offset % 4 != 0 || from.size % 4 != 0 {
+            // Not whole words: through the host.
+            let start = from.offset & !3;
+            let end = (from.offset + from.size).next_multiple_of(4);
+            let words = self.read_now(&from.buffer, start, end - start)?;
+            let skip = (from.offset - start) as usize;
+            let bytes = Bytes::from_bytes_vec(words[skip..skip + from.size as usize].to_vec());
+            let descriptor = CopyDescriptor::bytes(destination.clone());
+            return self.write_one(&descriptor, &bytes);
+        }
+        let gpu = self.gpu.clone();
+        let encoder = self.encoder();
+        if same_buffer {
+            // WebGPU copies between two buffers: go through a temporary one.
+            let temporary = gpu.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("cubert copy"),
+                size: from.size,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            encoder.copy_buffer_to_buffer(&from.buffer, from.offset, &temporary, 0, from.size);
+            encoder.copy_buffer_to_buffer(&temporary, 0, &to.buffer, to.offset, to.size);
+        } else {
+            encoder.copy_buffer_to_buffer(
+                &from.buffer,
+                from.offset,
+                &to.buffer,
+                to.offset,
+                from.size,
+            );
+        }
+        Ok(())
+    }
+
+    fn run_launch(
+        &mut self,
+        kernel: &WgpuKernel,
+        count: &CubeCount,
+        arguments: &KernelArguments,
+        mode: ExecutionMode,
+    ) -> Result<(), ServerError> {
+        if !arguments.tensor_maps.is_empty() {
+            return Err(ServerError::unsupported(
+                "tensor maps",
+                crate::device::BACKEND_NAME,
+            ));
+        }
+        let checked = mode != ExecutionMode::Unchecked;
+        let pipeline =
+            self.pipelines
+                .get(&self.gpu, wgsl_target(self.features, checked), kernel)?;
+        if arguments.buffers.len() != pipeline.elem_sizes.len() {
+            return Err(LaunchError::unknown(format!(
+                "kernel `{}` takes {} arrays, the launch binds {}",
+                kernel.name(),
+                pipeline.elem_sizes.len(),
+                arguments.buffers.len()
+            ))
+            .into());
+        }
+        let alignment = u64::from(self.limits.min_storage_buffer_offset_alignment.max(4));
+        let mut words: Vec<u32> =
+            Vec::with_capacity(2 * (arguments.buffers.len() + arguments.info.data.len()));
+        let mut ranges = Vec::with_capacity(arguments.buffers.len());
+        for (slot, binding) in arguments.buffers.iter().enumerate() {
+            let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+            let elem = pipeline.elem_sizes[slot];
+            let base = resource.offset - resource.offset % alignment;
+            let relative = resource.offset - base;
+            if relative % elem != 0 {
+                return Err(LaunchError::unknown(format!(
+                    "kernel `{}`: array {slot} starts {} bytes into its memory, not on a \
+                     {elem}-byte element",
+                    kernel.name(),
+                    resource.offset
+                ))
+                .into());
+            }
+            let size = (relative + resource.size)
+                .max(4)
+                .next_multiple_of(4)
+                .min(resource.buffer.size() - base);
+            words.push(u32::try_from(relative / elem).unwrap_or(u32::MAX));
+            words.push(u32::try_from(resource.size / elem).unwrap_or(u32::MAX));
+            ranges.push((resource.buffer, base, size));
+        }
+        for word in &arguments.info.data {
+            words.push(*word as u32);
+            words.push((*word >> 32) as u32);
+        }
+        if words.is_empty() {
+            words.push(0);
+        }
+        let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+        let info = self
+            .gpu
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("cubert info"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let mut entries = vec![
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: self.status.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: info.as_entire_binding(),
+            },
+        ];
+        for (slot, (buffer, offset, size)) in ranges.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 2 + slot as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset: *offset,
+                    size: wgpu::BufferSize::new(*size),
+                }),
+            });
+        }
+        let bind_group = self.gpu.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(kernel.name()),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        let indirect = match count {
+            CubeCount::Static(x, y, z) => {
+                let max = self.limits.max_compute_workgroups_per_dimension;
+                if *x > max || *y > max || *z > max {
+                    return Err(
+                        LaunchError::from(cubert_runtime::ResourceLimitError::CubeCount {
+                            requested: (*x, *y, *z),
+                            max: (max, max, max),
+                            backtrace: BackTrace::capture(),
+                        })
+                        .into(),
+                    );
+                }
+                None
+            }
+            CubeCount::Dynamic(binding) => {
+                let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+                if resource.size < 12 || resource.offset % 4 != 0 {
+                    return Err(LaunchError::unknown(format!(
+                        "a dynamic cube count needs 12 bytes (three u32) on a 4-byte boundary; \
+                         the buffer has {} at offset {}",
+                        resource.size, resource.offset
+                    ))
+                    .into());
+                }
+                Some(resource)
+            }
+        };
+        let name = kernel.name().to_string();
+        let encoder = self.encoder();
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&name),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            match (count, indirect) {
+                (CubeCount::Static(x, y, z), _) => pass.dispatch_workgroups(*x, *y, *z),
+                (_, Some(resource)) => {
+                    pass.dispatch_workgroups_indirect(&resource.buffer, resource.offset)
+                }
+                (CubeCount::Dynamic(_), None) => {}
+            }
+        }
+        if checked && !self.checked_since.contains(&name) {
+            self.checked_since.push(name);
+        }
+        self.recorded += 1;
+        if self.recorded >= LAUNCHES_PER_SUBMIT {
+            self.submit();
+        }
+        Ok(())
+    }
+}
+
+/// The error of a non-zero status word: `accesses` out-of-bounds accesses by one of
+/// `kernels`.
+fn out_of_bounds(kernels: &[String], accesses: u64) -> ServerError {
+    ServerError::OutOfBounds {
+        kernel: kernels.join(", "),
+        accesses,
+        first: "the wgpu backend counts accesses, it doesn't record them".to_string(),
+        backtrace: BackTrace::capture(),
+    }
+}
+
+/// Checks a status word read back: `Err` if it counted accesses.
+fn check_status(bytes: &[u8], kernels: &[String]) -> Result<(), ServerError> {
+    let count = bytes
+        .get(..4)
+        .map(|word| u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+        .unwrap_or(0);
+    if count > 0 {
+        Err(out_of_bounds(kernels, u64::from(count)))
+    } else {
+        Ok(())
+    }
+}
+
+impl DeviceService for WgpuServer {
+    fn init(device_id: DeviceId) -> Result<Self, ServerError> {
+        if device_id.type_id != crate::device::WGPU_DEVICE_TYPE {
+            return Err(ServerError::generic(format!(
+                "{device_id:?} is not a wgpu device"
+            )));
+        }
+        WgpuServer::new(WgpuDevice::from_id(device_id), global_config())
+    }
+}
+
+/// wgpu has no peer copies or collectives: `to_client` goes through the host, and the
+/// collectives are `Unsupported`.
+impl ServerCommunication for WgpuServer {
+    const SERVER_COMM_ENABLED: bool = false;
+    type PeerSource = ();
+    type PeerReceipt = ();
+}
+
+impl ComputeServer for WgpuServer {
+    type Kernel = WgpuKernel;
+    type Info = WgpuInfo;
+    type MemoryLayoutPolicy = PitchedLayoutPolicy;
+    type Storage = WgpuStorage;
+
+    fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
+        self.drain_releases();
+        let allocated = self
+            .memory
+            .allocate(id, size, stream, &mut HostOrdering, |_| false);
+        if let Err(error) = allocated {
+            self.errors.push(stream, error.into());
+        }
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities<Self>> {
+        self.utilities.clone()
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        self.drain_releases();
+        if let Err(error) = self.take_errors(stream) {
+            return ready(Err(error));
+        }
+        let gpu = self.gpu.clone();
+        let mut pending = Vec::with_capacity(descriptors.len());
+        for descriptor in descriptors {
+            let dense = match descriptor.validate() {
+                Ok(dense) => dense,
+                Err(error) => return ready(Err(error.into())),
+            };
+            let resource = match self.resolve(&descriptor.handle) {
+                Ok(resource) => resource,
+                Err(error) => return ready(Err(error.into())),
+            };
+            let start = resource.offset & !3;
+            let end = (resource.offset + resource.size)
+                .max(start + 4)
+                .next_multiple_of(4);
+            let readback =
+                Readback::record(&gpu, self.encoder(), &resource.buffer, start, end - start);
+            let skip = (resource.offset - start) as usize;
+            pending.push((readback, skip, resource.size as usize, dense, descriptor));
+        }
+        let status = self.record_status_check();
+        self.submit();
+        Box::pin(async move {
+            let mut results = Vec::with_capacity(pending.len());
+            for (readback, skip, size, dense, descriptor) in pending {
+                let words = readback.wait()?;
+                let binding = &words[skip..skip + size];
+                if descriptor.is_contiguous() {
+                    results.push(Bytes::from_bytes_vec(binding[..dense].to_vec()));
+                } else {
+                    let mut bytes = Bytes::try_zeroed(dense)?;
+                    gather(
+                        binding,
+                        &descriptor.shape,
+                        &descriptor.strides,
+                        descriptor.elem_size,
+                        &mut bytes,
+                    );
+                    results.push(bytes);
+                }
+            }
+            if let Some((readback, kernels)) = status {
+                check_status(&readback.wait()?, &kernels)?;
+            }
+            Ok(results)
+        })
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId) {
+        for (descriptor, data) in &descriptors {
+            if let Err(error) = self.write_one(descriptor, data) {
+                self.errors.push(stream, error);
+            }
+        }
+    }
+
+    fn copy(&mut self, source: Binding, destination: Binding, stream: StreamId) {
+        if let Err(error) = self.copy_one(&source, &destination) {
+            self.errors.push(stream, error);
+        }
+    }
+
+    fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
+        self.drain_releases();
+        self.memory.manager().release_idle(&mut HostOrdering);
+        let status = self.record_status_check();
+        self.submit();
+        if let Err(error) = self.take_errors(stream) {
+            return ready(Err(error));
+        }
+        let gpu = self.gpu.clone();
+        Box::pin(async move {
+            match status {
+                Some((readback, kernels)) => check_status(&readback.wait()?, &kernels),
+                None => gpu
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map(|_| ())
+                    .map_err(|error| {
+                        ServerError::generic(format!("wgpu: waiting for the device: {error}"))
+                    }),
+            }
+        })
+    }
+
+    fn get_resource(
+        &mut self,
+        binding: Binding,
+        _stream: StreamId,
+    ) -> Result<ManagedResource<WgpuResource>, ServerError> {
+        let resource = self.resolve(&binding)?;
+        Ok(ManagedResource::new(binding, resource))
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: WgpuKernel,
+        count: CubeCount,
+        arguments: KernelArguments,
+        mode: ExecutionMode,
+        stream: StreamId,
+    ) {
+        if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode) {
+            self.errors.push(stream, error);
+        }
+    }
+
+    fn flush(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        self.drain_releases();
+        self.submit();
+        self.take_errors(stream)
+    }
+
+    fn memory_usage(&mut self, _stream: StreamId) -> Result<MemoryUsage, ServerError> {
+        self.drain_releases();
+        Ok(self.memory.manager().usage())
+    }
+
+    fn memory_report(&mut self, _stream: StreamId) -> Result<MemoryReport, ServerError> {
+        self.drain_releases();
+        Ok(self.memory.manager().report())
+    }
+
+    fn memory_cleanup(&mut self, _stream: StreamId) {
+        self.drain_releases();
+        self.memory.manager().cleanup(&mut HostOrdering);
+    }
+
+    fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.wait_idle()?;
+        self.next_token += 1;
+        self.profiles.insert(self.next_token, Instant::now());
+        Ok(ProfilingToken {
+            id: self.next_token,
+        })
+    }
+
+    fn end_profile(
+        &mut self,
+        _stream: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        let start = self
+            .profiles
+            .remove(&token.id)
+            .ok_or_else(|| ProfileError::NotRegistered {
+                backtrace: BackTrace::capture(),
+            })?;
+        if let Err(error) = self.wait_idle() {
+            return Err(ProfileError::Unknown {
+                reason: error.to_string(),
+                backtrace: BackTrace::capture(),
+            });
+        }
+        Ok(ProfileDuration::from_ticks(
+            ProfileTicks::new(start, Instant::now()),
+            TimingMethod::System,
+        ))
+    }
+
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.manager().modes().set(stream, mode);
+    }
+
+    fn begin_allocation_window(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
+        self.memory.manager().modes().push(stream, mode);
+    }
+
+    fn end_allocation_window(&mut self, stream: StreamId) {
+        self.memory.manager().end_allocation_window(stream);
+    }
+}
