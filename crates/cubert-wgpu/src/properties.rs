@@ -80,8 +80,11 @@ pub fn wgpu_properties(
                 limits.max_compute_workgroup_size_y,
                 limits.max_compute_workgroup_size_z,
             ),
+            // wgpu doesn't say how many multiprocessors a GPU has; a software adapter runs
+            // cubes on the host's cores.
             num_streaming_multiprocessors: None,
-            num_cpu_cores: None,
+            num_cpu_cores: (info.device_type == wgpu::DeviceType::Cpu)
+                .then(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
             max_vector_size: 4,
             compute_capability: None,
         },

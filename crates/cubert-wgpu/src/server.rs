@@ -145,7 +145,12 @@ impl WgpuServer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(format!("the wgpu device was lost ({reason:?}): {message}"));
         });
-        let properties = wgpu_properties(adapter, &limits, features);
+        let mut properties = wgpu_properties(adapter, &limits, features);
+        if let Some(limit) = options.memory_limit {
+            properties.memory.total_memory = limit;
+            properties.memory.max_allocation_size =
+                properties.memory.max_allocation_size.min(limit);
+        }
         let max_allocation = properties.memory.max_allocation_size;
         let memory = DeviceMemory::new(
             device.to_id(),
