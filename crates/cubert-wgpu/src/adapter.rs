@@ -6,7 +6,66 @@
 //! adapters (Mesa's lavapipe, WARP) are listed after the hardware ones, so device 0 is a
 //! GPU where there is one.
 
-use std::sync::OnceLock;
+use cubert_runtime::ServerError;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// Errors wgpu reports outside any call (validation, a lost device), waiting for the next
+/// `flush`, `sync` or read of a server of the device.
+pub type DeviceErrors = Arc<Mutex<Vec<String>>>;
+
+/// An open wgpu device, its queue and the errors it reported.
+type OpenDevice = (wgpu::Device, wgpu::Queue, DeviceErrors);
+
+/// The device of adapter `index`, opened on first use with `features` and `limits` and
+/// shared by every server of that adapter afterwards (as CUDA's servers share a device's
+/// primary context): one driver device per adapter, whatever the number of clients.
+///
+/// # Errors
+/// [`ServerError::Generic`] when wgpu refuses the device.
+pub fn open_device(
+    index: u32,
+    adapter: &wgpu::Adapter,
+    features: wgpu::Features,
+    limits: &wgpu::Limits,
+) -> Result<OpenDevice, ServerError> {
+    static OPEN: OnceLock<Mutex<HashMap<u32, OpenDevice>>> = OnceLock::new();
+    let mut open = OPEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(device) = open.get(&index) {
+        return Ok(device.clone());
+    }
+    let (gpu, queue) =
+        cubert_runtime::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("cubert"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|error| {
+            ServerError::generic(format!("wgpu refused a device on adapter {index}: {error}"))
+        })?;
+    let errors = DeviceErrors::default();
+    let sink = errors.clone();
+    gpu.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+        sink.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(error.to_string());
+    }));
+    let sink = errors.clone();
+    gpu.set_device_lost_callback(move |reason, message| {
+        sink.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!("the wgpu device was lost ({reason:?}): {message}"));
+    });
+    let device = (gpu, queue, errors);
+    open.insert(index, device.clone());
+    Ok(device)
+}
 
 /// The adapters of the process, in device order.
 pub fn adapters() -> &'static [wgpu::Adapter] {

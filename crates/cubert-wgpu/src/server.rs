@@ -40,16 +40,20 @@ use cubert_runtime::{
     LaunchError, ProfileError, ServerError, StreamId,
 };
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 /// Launches recorded before the pending encoder is submitted on its own.
 pub const LAUNCHES_PER_SUBMIT: usize = 64;
 
-/// Errors wgpu reports outside any call (validation, a lost device), waiting for the next
-/// `flush`, `sync` or read.
-type DeviceErrors = Arc<Mutex<Vec<String>>>;
+/// Streams with a status word of their own.
+pub const STATUS_SLOTS: u64 = 64;
+
+/// Bytes of one stream's status slot (the storage-binding offset alignment).
+const STATUS_SLOT_BYTES: u64 = 256;
+
+use crate::adapter::DeviceErrors;
 
 /// Settings of a wgpu server beyond the configuration file's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,9 +78,12 @@ pub struct WgpuServer {
     pipelines: PipelineCache,
     encoder: Option<wgpu::CommandEncoder>,
     recorded: usize,
+    /// One 256-byte slot per stream (up to [`STATUS_SLOTS`], then shared round the slots):
+    /// word 0 of a stream's slot counts its kernels' out-of-bounds accesses.
     status: wgpu::Buffer,
-    /// Checked kernels launched since the status word was last read.
-    checked_since: Vec<String>,
+    status_slots: HashMap<StreamId, u64>,
+    /// Per stream, the checked kernels launched since its status word was last read.
+    checked_since: HashMap<StreamId, Vec<String>>,
     profiles: HashMap<u64, Instant>,
     next_token: u64,
 }
@@ -117,35 +124,12 @@ impl WgpuServer {
         })?;
         let features = wanted_features(adapter);
         let limits = adapter.limits();
-        let (gpu, queue) =
-            cubert_runtime::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-                label: Some("cubert"),
-                required_features: features,
-                required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
-                memory_hints: wgpu::MemoryHints::Performance,
-                trace: wgpu::Trace::Off,
-            }))
-            .map_err(|error| {
-                ServerError::generic(format!(
-                    "wgpu refused a device on adapter {}: {error}",
-                    device.index
-                ))
-            })?;
-        let device_errors = DeviceErrors::default();
-        let sink = device_errors.clone();
-        gpu.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(error.to_string());
-        }));
-        let sink = device_errors.clone();
-        gpu.set_device_lost_callback(move |reason, message| {
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(format!("the wgpu device was lost ({reason:?}): {message}"));
-        });
+        let (gpu, queue, device_errors) =
+            crate::adapter::open_device(device.index, adapter, features, &limits)?;
         let mut properties = wgpu_properties(adapter, &limits, features);
+        if let Some(pitch) = options.pitch_alignment {
+            properties.memory.pitch_alignment = pitch.max(1);
+        }
         if let Some(limit) = options.memory_limit {
             properties.memory.total_memory = limit;
             properties.memory.max_allocation_size =
@@ -164,9 +148,7 @@ impl WgpuServer {
         let layout = PitchedLayoutPolicy::new(
             memory.handles(),
             properties.memory.alignment,
-            options
-                .pitch_alignment
-                .unwrap_or(properties.memory.pitch_alignment),
+            properties.memory.pitch_alignment,
             max_allocation,
         );
         let adapter_info = adapter.get_info();
@@ -181,7 +163,7 @@ impl WgpuServer {
         };
         let status = gpu.create_buffer(&wgpu::BufferDescriptor {
             label: Some("cubert status"),
-            size: 256,
+            size: STATUS_SLOTS * STATUS_SLOT_BYTES,
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
@@ -202,7 +184,8 @@ impl WgpuServer {
             encoder: None,
             recorded: 0,
             status,
-            checked_since: Vec::new(),
+            status_slots: HashMap::new(),
+            checked_since: HashMap::new(),
             profiles: HashMap::new(),
             next_token: 0,
         })
@@ -262,17 +245,24 @@ impl WgpuServer {
 
     /// A copy of the status word and a reset of it, recorded if a checked kernel ran since
     /// the last one; with the names of those kernels.
-    fn record_status_check(&mut self) -> Option<(Readback, Vec<String>)> {
-        if self.checked_since.is_empty() {
-            return None;
-        }
-        let names = std::mem::take(&mut self.checked_since);
+    fn record_status_check(&mut self, stream: StreamId) -> Option<(Readback, Vec<String>)> {
+        let names = self
+            .checked_since
+            .remove(&stream)
+            .filter(|names| !names.is_empty())?;
+        let offset = self.status_offset(stream);
         let gpu = self.gpu.clone();
         let status = self.status.clone();
         let encoder = self.encoder();
-        let readback = Readback::record(&gpu, encoder, &status, 0, 4);
-        encoder.clear_buffer(&status, 0, None);
+        let readback = Readback::record(&gpu, encoder, &status, offset, 4);
+        encoder.clear_buffer(&status, offset, Some(4));
         Some((readback, names))
+    }
+
+    /// Where `stream`'s status word is in the status buffer.
+    fn status_offset(&mut self, stream: StreamId) -> u64 {
+        let next = self.status_slots.len() as u64 % STATUS_SLOTS;
+        *self.status_slots.entry(stream).or_insert(next) * STATUS_SLOT_BYTES
     }
 
     /// The bytes `offset..offset + size` of `buffer`, read at once (the runner waits: used
@@ -388,6 +378,7 @@ impl WgpuServer {
         count: &CubeCount,
         arguments: &KernelArguments,
         mode: ExecutionMode,
+        stream: StreamId,
     ) -> Result<(), ServerError> {
         if !arguments.tensor_maps.is_empty() {
             return Err(ServerError::unsupported(
@@ -442,6 +433,7 @@ impl WgpuServer {
             words.push(0);
         }
         let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+        let status_offset = self.status_offset(stream);
         let info = self
             .gpu
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -452,7 +444,11 @@ impl WgpuServer {
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
-                resource: self.status.as_entire_binding(),
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &self.status,
+                    offset: status_offset,
+                    size: wgpu::BufferSize::new(STATUS_SLOT_BYTES),
+                }),
             },
             wgpu::BindGroupEntry {
                 binding: 1,
@@ -499,7 +495,23 @@ impl WgpuServer {
                     ))
                     .into());
                 }
-                Some(resource)
+                // Copied into a buffer of its own: the count's handle may share a pooled
+                // buffer with the kernel's arrays, and WebGPU refuses one buffer as indirect
+                // arguments and as read-write storage in the same dispatch.
+                let counts = self.gpu.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("cubert cube count"),
+                    size: 12,
+                    usage: wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                self.encoder().copy_buffer_to_buffer(
+                    &resource.buffer,
+                    resource.offset,
+                    &counts,
+                    0,
+                    12,
+                );
+                Some(counts)
             }
         };
         let name = kernel.name().to_string();
@@ -513,14 +525,13 @@ impl WgpuServer {
             pass.set_bind_group(0, &bind_group, &[]);
             match (count, indirect) {
                 (CubeCount::Static(x, y, z), _) => pass.dispatch_workgroups(*x, *y, *z),
-                (_, Some(resource)) => {
-                    pass.dispatch_workgroups_indirect(&resource.buffer, resource.offset)
-                }
+                (_, Some(counts)) => pass.dispatch_workgroups_indirect(&counts, 0),
                 (CubeCount::Dynamic(_), None) => {}
             }
         }
-        if checked && !self.checked_since.contains(&name) {
-            self.checked_since.push(name);
+        let checked_kernels = self.checked_since.entry(stream).or_default();
+        if checked && !checked_kernels.contains(&name) {
+            checked_kernels.push(name);
         }
         self.recorded += 1;
         if self.recorded >= LAUNCHES_PER_SUBMIT {
@@ -622,8 +633,12 @@ impl ComputeServer for WgpuServer {
             let skip = (resource.offset - start) as usize;
             pending.push((readback, skip, resource.size as usize, dense, descriptor));
         }
-        let status = self.record_status_check();
+        let status = self.record_status_check(stream);
         self.submit();
+        // What wgpu found wrong in the work just submitted.
+        if let Err(error) = self.take_errors(stream) {
+            return ready(Err(error));
+        }
         Box::pin(async move {
             let mut results = Vec::with_capacity(pending.len());
             for (readback, skip, size, dense, descriptor) in pending {
@@ -667,7 +682,7 @@ impl ComputeServer for WgpuServer {
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
         self.drain_releases();
         self.memory.manager().release_idle(&mut HostOrdering);
-        let status = self.record_status_check();
+        let status = self.record_status_check(stream);
         self.submit();
         if let Err(error) = self.take_errors(stream) {
             return ready(Err(error));
@@ -703,7 +718,7 @@ impl ComputeServer for WgpuServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
-        if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode) {
+        if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode, stream) {
             self.errors.push(stream, error);
         }
     }

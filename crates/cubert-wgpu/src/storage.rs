@@ -61,8 +61,7 @@ impl ComputeStorage for WgpuStorage {
             size: padded,
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::INDIRECT,
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let refused = cubert_runtime::future::block_on(validation.pop());
