@@ -97,6 +97,8 @@ pub enum Backend {
     Cpu,
     /// NVIDIA GPUs through CUDA.
     Cuda,
+    /// Vulkan, Metal and DX12 devices through wgpu.
+    Wgpu,
 }
 
 /// A group of figures of `cubert bench`.

@@ -15,13 +15,14 @@ pub use crate::args::Backend;
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 2] = [Backend::Cpu, Backend::Cuda];
+    pub const ALL: [Backend; 3] = [Backend::Cpu, Backend::Cuda, Backend::Wgpu];
 
     /// The lowercase name (`cpu`, `cuda`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Cpu => "cpu",
             Backend::Cuda => "cuda",
+            Backend::Wgpu => "wgpu",
         }
     }
 
@@ -37,6 +38,7 @@ impl Backend {
         Ok(match cubert::configured_backend() {
             cubert::Backend::Cpu => Backend::Cpu,
             cubert::Backend::Cuda => Backend::Cuda,
+            cubert::Backend::Wgpu => Backend::Wgpu,
         })
     }
 }
@@ -85,6 +87,17 @@ impl CliRuntime for cubert::CudaRuntime {
     }
 }
 
+impl CliRuntime for cubert::WgpuRuntime {
+    fn isolated_client(_room: u64) -> CliResult<ComputeClient<Self>> {
+        let config = cubert::config::global_config();
+        let server = cubert::wgpu::WgpuServer::new(cubert::WgpuDevice::new(0), config)?;
+        Ok(ComputeClient::from_server(
+            server,
+            config.runtime.device_handle,
+        )?)
+    }
+}
+
 /// Work that runs on one device of any runtime.
 pub trait ClientJob {
     /// What the work produces.
@@ -120,6 +133,17 @@ pub fn run_on_default_device<J: ClientJob>(backend: Backend, job: J) -> CliResul
             }
             let client = cubert::CudaRuntime::client(&cubert::CudaDevice::new(0))
                 .map_err(|error| anyhow::Error::from(error).context("can't start CUDA device 0"))?;
+            job.run(&client)
+        }
+        Backend::Wgpu => {
+            if cubert::wgpu::device_count() == 0 {
+                return Err(crate::error::usage(
+                    "the wgpu backend can't run here: wgpu finds no adapter (no Vulkan, Metal \
+                     or DX12 driver); pass `--backend cpu` or set CUBERT_BACKEND=cpu",
+                ));
+            }
+            let client = cubert::WgpuRuntime::client(&cubert::WgpuDevice::new(0))
+                .map_err(|error| anyhow::Error::from(error).context("can't start wgpu device 0"))?;
             job.run(&client)
         }
     }

@@ -32,6 +32,8 @@ pub fn run(requested: Option<Backend>) -> CliResult<ExitCode> {
     print_cpu_devices()?;
     outln!();
     print_cuda_devices();
+    outln!();
+    print_wgpu_devices();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -97,6 +99,33 @@ fn spelling<T: serde::Serialize + std::fmt::Debug>(choice: &T) -> String {
     match serde_json::to_value(choice) {
         Ok(serde_json::Value::String(word)) => word,
         _ => format!("{choice:?}"),
+    }
+}
+
+/// The wgpu backend: its adapters, then each device.
+fn print_wgpu_devices() {
+    let adapters = cubert::wgpu::adapters();
+    if adapters.is_empty() {
+        outln!("wgpu backend: no adapter (no Vulkan, Metal or DX12 driver found)");
+        return;
+    }
+    outln!("wgpu backend: {} adapter(s)", adapters.len());
+    for index in 0..adapters.len() as u32 {
+        match cubert::WgpuRuntime::client(&cubert::WgpuDevice::new(index)) {
+            Ok(client) => {
+                let info = client.info();
+                outln!();
+                outln!(
+                    "  adapter {index}: {} via {}{}, driver {}",
+                    info.adapter,
+                    info.api,
+                    if info.software { " (software)" } else { "" },
+                    info.driver
+                );
+                print_device(&client);
+            }
+            Err(error) => outln!("  device {index}: can't start: {error}"),
+        }
     }
 }
 

@@ -44,6 +44,8 @@ pub enum Backend {
     Cpu,
     /// NVIDIA GPUs through CUDA (with the `cuda` feature).
     Cuda,
+    /// Vulkan, Metal and DX12 devices through wgpu (with the `wgpu` feature).
+    Wgpu,
 }
 
 impl Backend {
@@ -52,6 +54,7 @@ impl Backend {
         match self {
             Backend::Cpu => "cpu",
             Backend::Cuda => "cuda",
+            Backend::Wgpu => "wgpu",
         }
     }
 
@@ -64,6 +67,10 @@ impl Backend {
             Backend::Cuda => cubert_cuda::driver_status().is_available(),
             #[cfg(not(feature = "cuda"))]
             Backend::Cuda => false,
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu => cubert_wgpu::device_count() > 0,
+            #[cfg(not(feature = "wgpu"))]
+            Backend::Wgpu => false,
         }
     }
 }
@@ -83,6 +90,7 @@ pub fn best_available_backend() -> Backend {
 pub fn configured_backend() -> Backend {
     match global_config().runtime.backend.as_str() {
         "cuda" => Backend::Cuda,
+        "wgpu" => Backend::Wgpu,
         "auto" => best_available_backend(),
         _ => Backend::Cpu,
     }
@@ -106,6 +114,9 @@ pub enum AnyClient {
     /// A CUDA device's client.
     #[cfg(feature = "cuda")]
     Cuda(ComputeClient<cubert_cuda::CudaRuntime>),
+    /// A wgpu device's client.
+    #[cfg(feature = "wgpu")]
+    Wgpu(ComputeClient<cubert_wgpu::WgpuRuntime>),
 }
 
 impl AnyClient {
@@ -133,6 +144,15 @@ impl AnyClient {
             Backend::Cuda => Err(ServerError::generic(
                 "the CUDA backend isn't built in (enable cubert's `cuda` feature)",
             )),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu => {
+                let device = cubert_wgpu::WgpuDevice::new(index);
+                Ok(AnyClient::Wgpu(cubert_wgpu::WgpuRuntime::client(&device)?))
+            }
+            #[cfg(not(feature = "wgpu"))]
+            Backend::Wgpu => Err(ServerError::generic(
+                "the wgpu backend isn't built in (enable cubert's `wgpu` feature)",
+            )),
         }
     }
 
@@ -142,6 +162,8 @@ impl AnyClient {
             AnyClient::Cpu(_) => Backend::Cpu,
             #[cfg(feature = "cuda")]
             AnyClient::Cuda(_) => Backend::Cuda,
+            #[cfg(feature = "wgpu")]
+            AnyClient::Wgpu(_) => Backend::Wgpu,
         }
     }
 
@@ -151,6 +173,8 @@ impl AnyClient {
             AnyClient::Cpu(client) => job.run(client),
             #[cfg(feature = "cuda")]
             AnyClient::Cuda(client) => job.run(client),
+            #[cfg(feature = "wgpu")]
+            AnyClient::Wgpu(client) => job.run(client),
         }
     }
 }

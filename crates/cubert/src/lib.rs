@@ -180,6 +180,14 @@ pub use cubert_cuda as cuda;
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cubert_cuda::{CudaDevice, CudaRuntime};
 
+/// The wgpu backend (Vulkan, Metal, DX12 devices).
+#[cfg(feature = "wgpu")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wgpu")))]
+pub use cubert_wgpu as wgpu;
+#[cfg(feature = "wgpu")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wgpu")))]
+pub use cubert_wgpu::{WgpuDevice, WgpuRuntime};
+
 /// The client of the embedded default device: CPU device 0. To honour the configuration
 /// and use a GPU when there is one, see [`best_client`].
 ///

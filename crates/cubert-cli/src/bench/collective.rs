@@ -119,6 +119,12 @@ pub fn run(backend: Backend, args: CollectiveArgs) -> CliResult<ExitCode> {
             let host_pair = Some((cuda(0, &host_only)?, cuda(1, &host_only)?));
             bench(Devices { clients, host_pair }, &args)?
         }
+        Backend::Wgpu => {
+            return Err(crate::error::usage(
+                "bench collective: the wgpu backend has no collectives (wgpu can't share \
+                 memory between devices); use --backend cuda or cpu",
+            ));
+        }
     };
     Ok(if failures == 0 {
         ExitCode::SUCCESS

@@ -192,8 +192,8 @@ where
     D: Deserializer<'de>,
 {
     read(deserializer, |value| match text(value)?.as_str() {
-        name @ ("cpu" | "cuda" | "auto") => Ok(name.to_string()),
-        other => Err(one_of(other, &["cpu", "cuda", "auto"])),
+        name @ ("cpu" | "cuda" | "wgpu" | "auto") => Ok(name.to_string()),
+        other => Err(one_of(other, &["cpu", "cuda", "wgpu", "auto"])),
     })
 }
 
