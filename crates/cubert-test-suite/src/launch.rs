@@ -494,7 +494,14 @@ pub fn reduce_sum_splits_sum_every_row_for_any_grid<B: TestBackend>() {
             .unwrap();
         out
     };
-    for split in splits {
+    // The plane and cube splits fold planes of 32 lanes: they run where planes have 32
+    // (CUDA, the CPU), not on wgpu adapters with other subgroup sizes, which don't offer them.
+    let hardware = &client.properties().hardware;
+    let planes_of_32 = hardware.plane_size_min == 32 && hardware.plane_size_max == 32;
+    for split in splits
+        .into_iter()
+        .filter(|split| planes_of_32 || matches!(split, RowSplit::Unit { .. }))
+    {
         for (rows, cols) in [(5, 13), (3, 100), (7, 1), (2, 67), (3, 2101)] {
             let values: Vec<i8> = (0..rows * cols).map(|i| (i * 37 % 255) as i8).collect();
             let input = upload::<B, i8>(&client, &values);

@@ -8,6 +8,7 @@
 use cubert_lang::ir;
 use cubert_runtime::CubeDim;
 use cubert_runtime::kernel::{KernelId, KernelMetadata};
+use cubert_runtime::properties::fnv1a;
 use std::sync::Arc;
 
 /// A kernel of the language for wgpu devices.
@@ -17,6 +18,8 @@ pub struct WgpuKernel {
     name: String,
     cube_dim: CubeDim,
     ir: Arc<ir::Kernel>,
+    /// A hash of the IR: what pipelines are cached by (two definitions may share an id).
+    ir_hash: u64,
     shared_memory: Option<usize>,
 }
 
@@ -29,7 +32,9 @@ impl WgpuKernel {
         ir: Arc<ir::Kernel>,
         cube_dim: CubeDim,
     ) -> Self {
+        let ir_hash = fnv1a(format!("{ir:?}").as_bytes());
         Self {
+            ir_hash,
             id: id.into(),
             name: name.into(),
             cube_dim,
@@ -59,6 +64,11 @@ impl WgpuKernel {
     /// The specialization's id as text.
     pub fn id_text(&self) -> &str {
         &self.id
+    }
+
+    /// A hash of the kernel's IR (with the id, the pipeline cache's key).
+    pub fn ir_hash(&self) -> u64 {
+        self.ir_hash
     }
 }
 

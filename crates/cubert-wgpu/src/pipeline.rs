@@ -1,5 +1,5 @@
-//! Compute pipelines: a kernel's WGSL compiled for one device, cached by specialization,
-//! cube dim and execution mode.
+//! Compute pipelines: a kernel's WGSL compiled for one device, cached by specialization (its
+//! id and a hash of its IR: two definitions may share an id), cube dim and execution mode.
 //!
 //! Every pipeline has the same kind of bind group layout, made explicitly (WGSL's automatic
 //! layout leaves out bindings a kernel doesn't use): binding 0 the status word
@@ -32,7 +32,7 @@ pub struct Pipeline {
 /// The pipelines of one device.
 #[derive(Debug, Default)]
 pub struct PipelineCache {
-    pipelines: HashMap<(String, CubeDim, bool), Arc<Pipeline>>,
+    pipelines: HashMap<(String, u64, CubeDim, bool), Arc<Pipeline>>,
 }
 
 impl PipelineCache {
@@ -49,6 +49,7 @@ impl PipelineCache {
     ) -> Result<Arc<Pipeline>, LaunchError> {
         let key = (
             kernel.id_text().to_string(),
+            kernel.ir_hash(),
             kernel.cube_dim(),
             target.checked,
         );

@@ -215,12 +215,23 @@ pub fn tree_reduction_with_sync_cube_in_a_loop_sums_each_cube<B: TestBackend>() 
 
 /// The expected plane sum, min and max of every unit: lanes in order, planes of 32 units of
 /// one cube, only units below `len`.
-fn plane_expected<T: Numeric>(x: &[T], cube: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+/// The device's plane size (`PLANE_DIM`: 32 on CUDA and the CPU, the subgroup size on
+/// wgpu), which the plane tests' expectations follow.
+fn plane_dim<B: TestBackend>(client: &crate::backend::Client<B>) -> usize {
+    let hardware = &client.properties().hardware;
+    assert_eq!(
+        hardware.plane_size_min, hardware.plane_size_max,
+        "the plane tests expect one plane size"
+    );
+    hardware.plane_size_max as usize
+}
+
+fn plane_expected<T: Numeric>(x: &[T], cube: usize, plane: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (mut sums, mut mins, mut maxs) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..x.len() {
         let cube_start = i / cube * cube;
-        let lane_start = cube_start + (i - cube_start) / 32 * 32;
-        let lane_end = (lane_start + 32).min(cube_start + cube).min(x.len());
+        let lane_start = cube_start + (i - cube_start) / plane * plane;
+        let lane_end = (lane_start + plane).min(cube_start + cube).min(x.len());
         let plane = &x[lane_start..lane_end];
         sums.push(plane.iter().fold(T::from_i128(0), |acc, v| T::add(acc, *v)));
         mins.push(plane.iter().copied().reduce(T::min_of).unwrap_or(x[i]));
@@ -248,7 +259,8 @@ fn check_plane_reductions<B: TestBackend, T: Numeric>(x: &[T], cube: u32, cubes:
         &lanes,
     )
     .unwrap();
-    let (want_sums, want_mins, want_maxs) = plane_expected(x, cube as usize);
+    let plane = plane_dim::<B>(&client);
+    let (want_sums, want_mins, want_maxs) = plane_expected(x, cube as usize, plane);
     let what = |op: &str| {
         format!(
             "plane_{op} over {} ({} units, cubes of {cube})",
@@ -275,7 +287,7 @@ fn check_plane_reductions<B: TestBackend, T: Numeric>(x: &[T], cube: u32, cubes:
         &want_maxs,
     );
     let want_lanes: Vec<u32> = (0..x.len() as u32)
-        .map(|i| (i % cube) % 32 * 100 + 32)
+        .map(|i| (i % cube) % plane as u32 * 100 + plane as u32)
         .collect();
     assert_eq!(read_scalars::<B, u32>(&client, &lanes), want_lanes, "lanes");
 }
@@ -329,15 +341,16 @@ pub fn plane_votes_and_shuffles_read_the_planes_lanes<B: TestBackend>() {
         &moved,
     )
     .unwrap();
+    let size = plane_dim::<B>(&client);
     let mut want_votes = Vec::new();
     let mut want_moved = Vec::new();
     for i in 0..x.len() {
-        let start = i / 32 * 32;
-        let plane = &x[start..start + 32];
+        let start = i / size * size;
+        let plane = &x[start..start + size];
         let all = plane.iter().all(|v| *v > 0);
         let any = plane.iter().any(|v| *v > 100);
         want_votes.push(u32::from(all) + 2 * u32::from(any));
-        want_moved.push(plane[(i - start + 1) % 32]);
+        want_moved.push(plane[(i - start + 1) % size]);
         want_moved.push(plane[3]);
     }
     assert_eq!(read_scalars::<B, u32>(&client, &votes), want_votes, "votes");

@@ -58,6 +58,17 @@ fn comparison_symbol(op: BinaryOp) -> &'static str {
     }
 }
 
+/// A comparison of floats. `!=` is true when either operand is NaN (IEEE's and Rust's
+/// `!=`), but naga lowers WGSL's `!=` to SPIR-V's ordered `FOrdNotEqual`, false for NaN:
+/// it prints as `!(x == y)`. The other comparisons are false for NaN everywhere.
+fn float_comparison(op: BinaryOp, x: &str, y: &str) -> String {
+    if op == BinaryOp::Ne {
+        format!("(!({x} == {y}))")
+    } else {
+        format!("({x} {} {y})", comparison_symbol(op))
+    }
+}
+
 /// `x op y` for operands of type `elem` (the shift amount of `Shl`/`Shr` is a `u32`).
 pub(super) fn binary(
     helpers: &mut Helpers,
@@ -66,10 +77,20 @@ pub(super) fn binary(
     x: &str,
     y: &str,
 ) -> Result<String, GenerateError> {
+    if op == BinaryOp::Ne && x == y && elem.is_float() {
+        // `x != x`: the language's `is_nan`, tested on the bits, which no assumption about
+        // NaNs in the device compiler can fold away.
+        return Ok(match elem {
+            ElemType::F16 => format!("(({x} & 0x7fffu) > 0x7c00u)"),
+            ElemType::BF16 => format!("(({x} & 0x7fffu) > 0x7f80u)"),
+            ElemType::F64 => format!("{}({x})", float::is_nan(helpers, Format::F64)),
+            _ => format!("{}({x})", float::is_nan(helpers, Format::F32)),
+        });
+    }
     if is_half(elem) {
         let (a, b) = (half::widen(helpers, elem, x), half::widen(helpers, elem, y));
         if op.is_comparison() {
-            return Ok(format!("({a} {} {b})", comparison_symbol(op)));
+            return Ok(float_comparison(op, &a, &b));
         }
         let computed = float_binary(helpers, Format::F32, op, &a, &b)?;
         return Ok(half::round(helpers, elem, &computed));
@@ -85,6 +106,9 @@ pub(super) fn binary(
                 BinaryOp::Gt => format!("({x} && !{y})"),
                 _ => format!("({x} || !{y})"),
             });
+        }
+        if elem.is_float() {
+            return Ok(float_comparison(op, x, y));
         }
         return Ok(format!("({x} {} {y})", comparison_symbol(op)));
     }

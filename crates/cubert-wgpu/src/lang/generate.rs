@@ -513,7 +513,6 @@ impl Printer<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn range_loop(
         &mut self,
         var: cubert_lang::ir::VarId,

@@ -1,16 +1,17 @@
 //! Global arrays: their bindings, loads and stores (bounds-checked in checked mode),
 //! lengths, lines, and the launch's scalars.
 //!
-//! Array slot `s` is `cubert_a{s}` at `@binding(2 + s)`; its element `i` is element
-//! `cubert_info[2s] + i` of the binding and its length is `cubert_info[2s + 1]`. Each
-//! access goes through a helper of the slot (`cubert_load_{s}`, `cubert_store_{s}`):
+//! Array slot `s` is `cubert_a{s}` at `@binding(2 + s)`, `read_write` whatever the
+//! parameter's mutability (see the ABI in the module docs of `lang`); its element `i` is
+//! element `cubert_info[2s] + i` of the binding and its length is `cubert_info[2s + 1]`.
+//! Each access goes through a helper of the slot (`cubert_load_{s}`, `cubert_store_{s}`):
 //!
 //! - 4- and 8-byte types are arrays of their register type, or of `atomic<u32>` /
 //!   `atomic<i32>` when the kernel uses atomics on the array (every access is then an
 //!   atomic load or store; `f32` as its bits).
 //! - 1- and 2-byte types (`u8`, `i8`, `bool` as one byte 0 or 1, `u16`, `i16`, `f16`,
-//!   `bf16`) are packed little-endian in `u32` words: `array<u32>` when read-only,
-//!   `array<atomic<u32>>` when written, a store clearing and setting its byte or half-word
+//!   `bf16`) are packed little-endian in `u32` words: `array<u32>` for an `&Array`,
+//!   `array<atomic<u32>>` for an `&mut Array`, a store clearing and setting its byte or half-word
 //!   with `atomicAnd` and `atomicOr`, so units writing neighbouring elements of one word
 //!   never lose each other's writes.
 //!
@@ -28,7 +29,8 @@ use cubert_lang::ElemType;
 pub(super) struct ArrayParam {
     /// Element type.
     pub(super) elem: ElemType,
-    /// Whether the kernel may write it (`read_write`).
+    /// Whether the kernel may write it (an `&mut Array`: packed elements are then atomic
+    /// words, and stores are allowed).
     pub(super) mutable: bool,
     /// Whether atomics target it (`array<atomic<..>>`).
     pub(super) atomic: bool,

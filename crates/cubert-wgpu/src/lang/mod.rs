@@ -8,23 +8,29 @@
 //! language's semantics out (`docs/kernel-language.md` lists them; the CPU backend is the
 //! reference):
 //!
-//! - integer division and remainder by zero give 0, `MIN / -1 == MIN` (WGSL gives the
-//!   dividend for `x / 0`, and rejects a constant zero divisor); shifts take their amount
-//!   modulo the width; narrow integers wrap at their width ([`wgsl_type`](self)'s
-//!   register forms);
-//! - float division, `recip`, `sqrt` and `%` (C's `fmod`) are exact, computed on the
-//!   bits (WGSL allows 2.5 ULP for `/`, and defines `%` as `x - y * trunc(x / y)`);
-//!   `round` rounds half away from zero; `min`/`max` return the other operand of a NaN;
+//! - integers wrap at their width: narrow ones are held sign- or zero-extended in `i32`/
+//!   `u32` registers and put back after every operation; division and remainder by zero
+//!   give 0 and `MIN / -1 == MIN` (WGSL gives the dividend for `x / 0`, and rejects a
+//!   constant zero divisor); shifts take their amount modulo the width;
+//! - float division, `recip`, `sqrt` and `%` (C's `fmod`) are exact, computed on the bits
+//!   (WGSL allows 2.5 ULP for `/`, and defines `%` as `x - y * trunc(x / y)`); `round`
+//!   rounds half away from zero (WGSL's rounds half to even); `min`/`max` return the other
+//!   operand of a NaN; `x != y` prints as `!(x == y)` (naga lowers WGSL's `!=` on floats
+//!   to SPIR-V's ordered `FOrdNotEqual`, false for NaN) and `x != x` (`is_nan`) as a test
+//!   on the bits;
 //! - float to integer casts saturate and NaN gives 0; integer to float and `f64` to `f32`
 //!   round to nearest even on the bits; half types are `u32` bits converted with the CUDA
 //!   prelude's integer code (round to nearest even, NaN payloads kept), computing in `f32`
 //!   and rounding back after every operation;
 //! - range loops stop at a wrap, as the CPU's `advance` does;
-//! - plane reductions fold in lane order; tensor metadata saturates.
+//! - plane reductions fold in lane order; tensor metadata saturates; operations of
+//!   constants only are not folded by WGSL (which would reject the overflows, NaNs and
+//!   divisions by zero the language defines).
 //!
 //! What WGSL leaves open and the printed code can't pin down: an implementation may flush
-//! subnormal `f32` values to zero, may contract `a * b + c` into a fused multiply-add
-//! (naga's SPIR-V marks no operation `NoContraction`), and WGSL's `fma` may round twice;
+//! subnormal `f32` values to zero, may reassociate and contract float arithmetic (naga's
+//! SPIR-V marks no operation `NoContraction`, so Mesa's drivers fold `(x + 0.5) - 0.25`
+//! into `x + 0.25`), and WGSL's `fma` may round twice (lavapipe's does);
 //! transcendental functions have WGSL's accuracy, not the CPU's.
 //!
 //! # The ABI
@@ -52,10 +58,10 @@
 //!   low byte, `bool` true when its low byte isn't 0), a 64-bit one from both halves.
 //!   Tensor metadata reads stay within `arrayLength(&cubert_info)`: bind exactly the
 //!   words the launch has (or pad with zeros).
-//! - `@binding(2 + s)`: array slot `s`, `var<storage, read_write>` whether the parameter is
-//!   an `&Array` or an `&mut Array` (the arrays of a launch often share one pooled buffer,
-//!   which WebGPU refuses to bind read-only and read-write in the same dispatch). Element `i` of the array is element
-//!   `cubert_info[2s] + i` of the binding. `f32`, `i32`, `u32` are `array<f32>` and so on,
+//! - `@binding(2 + s)`: array slot `s`, `var<storage, read_write>` whether the parameter
+//!   is an `&Array` or an `&mut Array` (the arrays of a launch often share one pooled
+//!   buffer, which WebGPU refuses to bind read-only and read-write in the same dispatch).
+//!   Element `i` of the array is element `cubert_info[2s] + i` of the binding. `f32`, `i32`, `u32` are `array<f32>` and so on,
 //!   or `array<atomic<u32>>` (`u32`, `f32` as bits) / `array<atomic<i32>>` when the kernel
 //!   applies atomics to the array (then every access to it is atomic). `u8`, `i8`, `bool`
 //!   (one byte, 0 or 1), `u16`, `i16`, `f16`, `bf16` are packed little-endian in `u32`
@@ -70,11 +76,16 @@
 //!   the language's (CUDA's) budget, not WGSL's.
 //! - The entry point is `@compute @workgroup_size(x, y, z) fn <entry>(...)` with the
 //!   builtins `local_invocation_id`, `local_invocation_index`, `workgroup_id`,
-//!   `num_workgroups`, and `subgroup_size` and `subgroup_invocation_id` when the kernel
-//!   uses plane operations. `UNIT_POS` is `local_invocation_index` (x fastest, as CUDA
+//!   `num_workgroups`, and `subgroup_size` (and `subgroup_invocation_id` in cubes of one
+//!   dimension) when the kernel uses plane operations. `UNIT_POS` is `local_invocation_index` (x fastest, as CUDA
 //!   linearizes), `CUBE_POS` is `x + y * nx + z * nx * ny` over the workgroup grid,
 //!   `ABSOLUTE_POS` is `CUBE_POS * CUBE_DIM + UNIT_POS`, `CUBE_DIM` the constant cube
-//!   dim, `PLANE_DIM` `subgroup_size` and `UNIT_POS_PLANE` `subgroup_invocation_id`.
+//!   dim, `PLANE_DIM` `subgroup_size`, and `UNIT_POS_PLANE` `subgroup_invocation_id` in
+//!   cubes of one dimension and `UNIT_POS % PLANE_DIM` in others (naga refuses
+//!   `subgroup_invocation_id` in workgroups of more than one dimension). Plane operations
+//!   assume, as every driver does, that subgroups are runs of consecutive `UNIT_POS`.
+//! - Each statement's Rust line is a `// rust: file:line` comment before its code, as in
+//!   CUDA's generated source.
 //!
 //! # Targets
 //!

@@ -1,8 +1,11 @@
 //! Plane operations as WGSL subgroup operations.
 //!
 //! A plane is the unit's subgroup: `PLANE_DIM` is `subgroup_size` (32 on NVIDIA, 32 or
-//! 64 on AMD, 8 to 32 on Intel, 32 on Apple) and `UNIT_POS_PLANE` is
-//! `subgroup_invocation_id`. The units taking part in an operation are the subgroup's
+//! 64 on AMD, 8 to 32 on Intel, 32 on Apple, 8 on lavapipe) and `UNIT_POS_PLANE` is
+//! `subgroup_invocation_id` (`UNIT_POS % PLANE_DIM` in cubes of more than one dimension,
+//! where naga refuses that builtin). Kernels written for planes of 32 (a butterfly of
+//! `UNIT_POS_PLANE ^ 16, ^ 8, ..`, shared arrays of `CUBE_DIM / 32` partial sums) compute
+//! something else where `PLANE_DIM` isn't 32. The units taking part in an operation are the subgroup's
 //! active invocations (`subgroupBallot(true)`), as CUDA's are `__activemask()`.
 //!
 //! - `plane_sum`, `plane_min`, `plane_max` read every lane's value with
