@@ -47,6 +47,7 @@ fn info_lists_backends_devices_and_configuration() {
         "cpu",
         "cuda",
         "cuda backend: ",
+        "wgpu backend: ",
         "nvrtc",
         "CPU device 0",
         "max cube dim",
