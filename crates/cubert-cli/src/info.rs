@@ -230,6 +230,11 @@ fn print_device<R: Runtime>(client: &ComputeClient<R>) {
         yes_no(features.peer_to_peer),
         yes_no(features.collectives)
     );
+    outln!(
+        "  float math          strict {}, f64 transcendentals {}",
+        yes_no(features.strict_float_math),
+        yes_no(features.f64_transcendentals)
+    );
     let types: Vec<&str> = features.types.iter().map(|t| t.name()).collect();
     outln!("  element types       {}", types.join(" "));
     let timing = match properties.timing_method {

@@ -77,6 +77,9 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
             peer_to_peer: true,
             // All-reduce, send/recv and process groups between CPU devices.
             collectives: true,
+            // Kernels are Rust, which rounds every operation as written.
+            strict_float_math: true,
+            f64_transcendentals: true,
         },
         timing_method: TimingMethod::System,
     }

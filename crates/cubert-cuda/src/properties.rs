@@ -86,6 +86,9 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             graphs: true,
             peer_to_peer: reaches_a_peer(dev),
             collectives: crate::nccl::nccl_status().is_ok(),
+            // NVRTC compiles language kernels with `--fmad=false`.
+            strict_float_math: true,
+            f64_transcendentals: true,
         },
         timing_method: TimingMethod::Device,
     };

@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
-mod differential;
 
 use common::{SCALE, TMA_TILE_COPY};
 use cubert_cuda::{ArgsCapacity, CudaDevice, CudaKernel, CudaRuntime, CudaServer};
@@ -692,4 +691,50 @@ fn growable_memory_keeps_data_reuses_freed_pages_and_gives_them_back_on_cleanup(
     // The range grows again after a cleanup.
     let d = client.create(Bytes::from_slice(&a_data)).unwrap();
     assert_eq!(client.read_one(d).unwrap().to_elems::<f32>(), a_data);
+}
+
+/// CPU device 0 and CUDA device 0, for the differential tests.
+fn cpu_and_cuda() -> (
+    ComputeClient<cubert_cpu::CpuRuntime>,
+    ComputeClient<CudaRuntime>,
+) {
+    (
+        cubert_cpu::CpuRuntime::client(&cubert_cpu::CpuDevice::new(0)).unwrap(),
+        client(),
+    )
+}
+
+/// The kernel language's differential tests (`cubert_test_suite::differential`): CPU and
+/// CUDA agree on random inputs and launch shapes.
+mod differential {
+    use super::cpu_and_cuda;
+    use cubert_test_suite::differential;
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn integer_kernels_agree_bit_for_bit() {
+        let (cpu, cuda) = cpu_and_cuda();
+        differential::integer_kernels_agree_bit_for_bit(&cpu, &cuda);
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn float_operations_agree_exactly_or_within_4_ulps() {
+        let (cpu, cuda) = cpu_and_cuda();
+        differential::float_operations_agree_exactly_or_within_4_ulps(&cpu, &cuda);
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn casts_agree_bit_for_bit() {
+        let (cpu, cuda) = cpu_and_cuda();
+        differential::casts_agree_bit_for_bit(&cpu, &cuda);
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn plane_sums_agree_bit_for_bit() {
+        let (cpu, cuda) = cpu_and_cuda();
+        differential::plane_sums_agree_bit_for_bit(&cpu, &cuda);
+    }
 }

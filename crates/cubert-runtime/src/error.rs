@@ -159,6 +159,19 @@ pub enum LaunchError {
     /// The launch asks for more than the device offers.
     #[error("{0}")]
     TooManyResources(#[from] ResourceLimitError),
+    /// The kernel uses something this device can't run (an `f64` transcendental function
+    /// on wgpu, a plane operation without planes); the device's [`Features`] say so
+    /// beforehand.
+    ///
+    /// [`Features`]: crate::properties::Features
+    #[error("unsupported on this device: {reason}")]
+    Unsupported {
+        /// What the kernel uses and why the device can't run it.
+        reason: String,
+        /// Where the error was created.
+        #[serde(skip)]
+        backtrace: BackTrace,
+    },
     /// Any other launch failure.
     #[error("launch failed: {reason}")]
     Unknown {
@@ -475,6 +488,14 @@ impl LaunchError {
     /// A [`LaunchError::Unknown`] with the given reason.
     pub fn unknown(reason: impl Into<String>) -> Self {
         LaunchError::Unknown {
+            reason: reason.into(),
+            backtrace: BackTrace::capture(),
+        }
+    }
+
+    /// A [`LaunchError::Unsupported`] with the given reason.
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        LaunchError::Unsupported {
             reason: reason.into(),
             backtrace: BackTrace::capture(),
         }

@@ -75,6 +75,19 @@ pub struct Features {
     pub peer_to_peer: bool,
     /// Collective operations (all-reduce, send/recv).
     pub collectives: bool,
+    /// Float math of kernels follows the language's strict rules: every operation rounds as
+    /// written (`a * b + c` is two roundings, never contracted into a fused multiply-add;
+    /// `(a + b) + c` is never reassociated), `mul_add` rounds once, and the transcendental
+    /// functions are within 4 ulps of Rust's `std`. False where the shading language lets
+    /// the driver contract, reassociate and compute `fma` unfused, and gives the
+    /// transcendental functions its own accuracy (WGSL on wgpu: `sin` and `cos` within
+    /// 2^-11 on [-π, π] only, `exp` within 3 + 2·|x| ulps, ...): results then differ from
+    /// the CPU's in the last bits, and `mul_add` may round twice.
+    pub strict_float_math: bool,
+    /// Kernels can call the transcendental functions (`exp`, `ln`, `sin`, `powf`, ...) on
+    /// `f64`. False on wgpu, whose shading languages have them for 32-bit floats only;
+    /// such a kernel fails to build with an `Unsupported` error there.
+    pub f64_transcendentals: bool,
 }
 
 impl Features {

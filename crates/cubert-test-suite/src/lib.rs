@@ -54,6 +54,7 @@ pub mod concurrency;
 pub mod config;
 pub mod create_read;
 pub mod device_handle;
+pub mod differential;
 pub mod errors;
 pub mod language;
 pub mod launch;

@@ -39,7 +39,7 @@ impl PipelineCache {
     /// The pipeline of `kernel` in checked mode or not, built on first use.
     ///
     /// # Errors
-    /// [`LaunchError::Unknown`] for a kernel the adapter can't run (a type or operation it
+    /// [`LaunchError::Unsupported`] for a kernel the adapter can't run (a type or operation it
     /// lacks), [`LaunchError::CompilationError`] for WGSL wgpu refuses.
     pub fn get(
         &mut self,
@@ -72,7 +72,7 @@ fn build(
     let dim = kernel.cube_dim();
     let entry = entry_name(kernel.name(), kernel.id_text());
     let source = generate(ir, &entry, (dim.x, dim.y, dim.z), &target).map_err(|error| {
-        LaunchError::unknown(format!(
+        LaunchError::unsupported(format!(
             "kernel `{}` can't run on this adapter: {error}",
             kernel.name()
         ))

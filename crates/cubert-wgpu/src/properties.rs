@@ -101,6 +101,11 @@ pub fn wgpu_properties(
             graphs: false,
             peer_to_peer: false,
             collectives: false,
+            // WGSL lets the driver contract and reassociate float arithmetic, compute `fma`
+            // unfused (naga's SPIR-V carries no `NoContraction`; lavapipe does all three),
+            // and gives the transcendental functions its own accuracy.
+            strict_float_math: false,
+            f64_transcendentals: false,
         },
         timing_method: TimingMethod::System,
     }

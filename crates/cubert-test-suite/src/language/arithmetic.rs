@@ -3,7 +3,7 @@
 //! compound assignment, comparisons, IEEE float arithmetic and per-operation rounding of
 //! the half types.
 
-use super::{assert_same, cover, filled, read_bytes, read_scalars, upload_scalars};
+use super::{assert_each, assert_same, cover, filled, read_bytes, read_scalars, upload_scalars};
 use crate::backend::{Client, TestBackend};
 use crate::support::client;
 use cubert_runtime::lang::KernelDefinition;
@@ -588,7 +588,19 @@ pub fn compound_assignment_updates_locals_and_array_elements<B: TestBackend>() {
         "inputs {x:?}"
     );
     let got = read_scalars::<B, f32>(&client, &floats);
-    assert_same("f32 compound assignments", &f, &got, &want_floats);
+    if client.properties().features.strict_float_math {
+        assert_same("f32 compound assignments", &f, &got, &want_floats);
+    } else {
+        // The driver may contract and reassociate the chain (`(g + 0.5) - 0.25` into
+        // `g + 0.25`): a few roundings apart at most on these inputs.
+        assert_each(
+            "f32 compound assignments",
+            &f,
+            &got,
+            &want_floats,
+            |g, w| super::within_ulps(*g, *w, 4),
+        );
+    }
 }
 
 /// Runs `compare::<T>` over pairs and checks the six results against Rust's operators.

@@ -9,24 +9,28 @@ use crate::backend::{Client, TestBackend};
 use crate::support::client;
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
+use cubert_runtime::{ElemType, LaunchError, ServerError};
 
-/// The one-argument float methods, 16 results per element (in [`UNARY`]'s order).
+/// The one-argument float methods, 16 results per element (in [`UNARY`]'s order); the
+/// transcendental ones only if `transcendental` (the others are left as they were).
 #[cubert_macros::kernel(crate = cubert_runtime)]
-fn unary_math<F: Float>(x: &Array<F>, out: &mut Array<F>) {
+fn unary_math<F: Float>(x: &Array<F>, out: &mut Array<F>, #[comptime] transcendental: bool) {
     let i = ABSOLUTE_POS;
     if i < x.len() {
         let v = x[i];
         let base = i * 16;
         out[base] = v.sqrt();
-        out[base + 1] = v.exp();
-        out[base + 2] = v.ln();
-        out[base + 3] = v.log2();
-        out[base + 4] = v.log10();
-        out[base + 5] = v.sin();
-        out[base + 6] = v.cos();
-        out[base + 7] = v.tan();
-        out[base + 8] = v.tanh();
-        out[base + 9] = v.erf();
+        if transcendental {
+            out[base + 1] = v.exp();
+            out[base + 2] = v.ln();
+            out[base + 3] = v.log2();
+            out[base + 4] = v.log10();
+            out[base + 5] = v.sin();
+            out[base + 6] = v.cos();
+            out[base + 7] = v.tan();
+            out[base + 8] = v.tanh();
+            out[base + 9] = v.erf();
+        }
         out[base + 10] = v.floor();
         out[base + 11] = v.ceil();
         out[base + 12] = v.round();
@@ -46,7 +50,8 @@ const UNARY: [&str; 16] = [
 const UNARY_EXACT: [usize; 7] = [0, 10, 11, 12, 13, 14, 15];
 
 /// The methods of two and three arguments, also called as `F::method(..)`: 8 results per
-/// element (in [`BINARY`]'s order), and `is_nan` of `x` and `x * y`.
+/// element (in [`BINARY`]'s order), and `is_nan` of `x` and `x * y`; `powf` only if
+/// `transcendental`.
 #[cubert_macros::kernel(crate = cubert_runtime)]
 fn binary_math<F: Float>(
     x: &Array<F>,
@@ -54,20 +59,23 @@ fn binary_math<F: Float>(
     z: &Array<F>,
     out: &mut Array<F>,
     nan: &mut Array<bool>,
+    #[comptime] transcendental: bool,
 ) {
     let i = ABSOLUTE_POS;
     if i < x.len() {
         let v = x[i];
         let w = y[i];
         let base = i * 8;
-        out[base] = v.abs().powf(w);
+        if transcendental {
+            out[base] = v.abs().powf(w);
+            out[base + 7] = F::powf(F::abs(v), w);
+        }
         out[base + 1] = v.min(w);
         out[base + 2] = v.max(w);
         out[base + 3] = v.mul_add(w, z[i]);
         out[base + 4] = F::min(v, w);
         out[base + 5] = F::max(v, w);
         out[base + 6] = F::sqrt(F::abs(v));
-        out[base + 7] = F::powf(F::abs(v), w);
         nan[i * 2] = v.is_nan();
         nan[i * 2 + 1] = (v * w).is_nan();
     }
@@ -136,14 +144,16 @@ fn int_math(
 /// A specialization of each kernel of this module.
 pub(super) fn definitions() -> Vec<KernelDefinition> {
     vec![
-        unary_math::definition::<f16>(),
-        unary_math::definition::<bf16>(),
-        unary_math::definition::<f32>(),
-        unary_math::definition::<f64>(),
-        binary_math::definition::<f16>(),
-        binary_math::definition::<bf16>(),
-        binary_math::definition::<f32>(),
-        binary_math::definition::<f64>(),
+        unary_math::definition::<f16>(true),
+        unary_math::definition::<bf16>(true),
+        unary_math::definition::<f32>(true),
+        unary_math::definition::<f64>(true),
+        binary_math::definition::<f16>(true),
+        binary_math::definition::<bf16>(true),
+        binary_math::definition::<f32>(true),
+        binary_math::definition::<f64>(true),
+        unary_math::definition::<f64>(false),
+        binary_math::definition::<f64>(false),
         selects::definition(),
         int_math::definition(),
     ]
@@ -157,6 +167,8 @@ trait HostFloat: Float {
     fn unary(v: Self) -> [Self; 16];
     /// The 8 results of [`binary_math`].
     fn binary(v: Self, w: Self, u: Self) -> [Self; 8];
+    /// `v * w + u` rounded twice: what an unfused `mul_add` gives.
+    fn mul_then_add(v: Self, w: Self, u: Self) -> Self;
 }
 
 macro_rules! host_float {
@@ -197,6 +209,9 @@ macro_rules! host_float {
                     v.abs().powf(w),
                 ]
             }
+            fn mul_then_add(v: Self, w: Self, u: Self) -> Self {
+                v * w + u
+            }
         }
     )*};
 }
@@ -214,6 +229,9 @@ macro_rules! host_half {
             }
             fn binary(v: Self, w: Self, u: Self) -> [Self; 8] {
                 f32::binary(v.to_f32(), w.to_f32(), u.to_f32()).map(<$ty>::from_f32)
+            }
+            fn mul_then_add(v: Self, w: Self, u: Self) -> Self {
+                <$ty>::from_f32(f32::mul_then_add(v.to_f32(), w.to_f32(), u.to_f32()))
             }
         }
     )*};
@@ -274,14 +292,19 @@ fn binary_inputs() -> Vec<(f64, f64, f64, bool)> {
 }
 
 /// Runs [`unary_math`] and [`binary_math`] for `F` on the inputs and checks every result:
-/// bit for bit for the exact ones, within `ulps` for the others on moderate inputs.
+/// bit for bit for the exact ones, within `ulps` for the others on moderate inputs. Where
+/// the device's float math is not strict (`Features::strict_float_math`),
+/// `mul_add` may also round twice, like `x * y + z`.
 fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: bool, ulps: u32) {
+    let features = &client.properties().features;
+    let unfused_mul_add = !features.strict_float_math;
+    let transcendental = F::ELEM != ElemType::F64 || features.f64_transcendentals;
     let unary = unary_inputs();
     let x: Vec<F> = unary.iter().map(|&(v, _)| F::of(v)).collect();
     let xs = upload_scalars::<B, F>(client, &x);
     let out = filled::<B, F>(client, F::default(), x.len() * 16);
     let (count, dim) = cover(x.len(), 8);
-    unary_math::launch::<F, B::R>(client, count, dim, &xs, &out).unwrap();
+    unary_math::launch::<F, B::R>(client, count, dim, &xs, &out, transcendental).unwrap();
     let got = read_scalars::<B, F>(client, &out);
     for (column, name) in UNARY.iter().enumerate() {
         let is_exact = UNARY_EXACT.contains(&column);
@@ -324,7 +347,18 @@ fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: 
     let out = filled::<B, F>(client, F::default(), rows.len() * 8);
     let nan = filled::<B, u8>(client, 0xee, rows.len() * 2);
     let (count, dim) = cover(rows.len(), 8);
-    binary_math::launch::<F, B::R>(client, count, dim, &xs, &ys, &zs, &out, &nan).unwrap();
+    binary_math::launch::<F, B::R>(
+        client,
+        count,
+        dim,
+        &xs,
+        &ys,
+        &zs,
+        &out,
+        &nan,
+        transcendental,
+    )
+    .unwrap();
     let got = read_scalars::<B, F>(client, &out);
     for (column, name) in BINARY.iter().enumerate() {
         let is_exact = BINARY_EXACT.contains(&column);
@@ -340,9 +374,15 @@ fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: 
             }
         }
         let what = format!("{}::{name}", F::ELEM);
+        let mul_add = column == 3;
+        // `assert_each` matches the rows in order: the row's inputs give the unfused value.
+        let row = std::cell::Cell::new(0);
         assert_each(&what, &inputs, &got_column, &want, |g, w| {
+            let (v, y, u) = inputs[row.get()];
+            row.set(row.get() + 1);
             if exact {
                 super::same(*g, *w)
+                    || (mul_add && unfused_mul_add && super::same(*g, F::mul_then_add(v, y, u)))
             } else {
                 within_ulps(*g, *w, ulps)
             }
@@ -373,10 +413,30 @@ pub fn exact_float_methods_match_std_bit_for_bit<B: TestBackend>() {
 
 /// `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`, `tanh`, `erf` and `powf` of f32 and
 /// f64 are within 4 ulps of Rust's `std` (`libm::erf` for `erf`) on moderate inputs.
+/// Where the device has no `f64` transcendental functions
+/// (`Features::f64_transcendentals`), a kernel calling them is refused with
+/// `LaunchError::Unsupported`.
 pub fn transcendental_float_methods_are_within_four_ulps_of_std<B: TestBackend>() {
     let client = client::<B>();
     check_float_methods::<B, f32>(&client, false, 4);
-    check_float_methods::<B, f64>(&client, false, 4);
+    if client.properties().features.f64_transcendentals {
+        check_float_methods::<B, f64>(&client, false, 4);
+    } else {
+        let xs = upload_scalars::<B, f64>(&client, &[1.0, 2.0]);
+        let out = filled::<B, f64>(&client, 0.0, 2 * 16);
+        let (count, dim) = cover(2, 8);
+        let launched = unary_math::launch::<f64, B::R>(&client, count, dim, &xs, &out, true);
+        let result = launched
+            .map_err(ServerError::from)
+            .and_then(|()| client.sync());
+        assert!(
+            matches!(
+                result,
+                Err(ServerError::Launch(LaunchError::Unsupported { .. }))
+            ),
+            "f64 transcendentals where the features deny them: {result:?}"
+        );
+    }
     assert!(!within_ulps(1.0f32, 1.0 + 5.0 * f32::EPSILON, 4));
 }
 
