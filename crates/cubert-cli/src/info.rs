@@ -122,6 +122,9 @@ fn print_wgpu_devices() {
                     if info.software { " (software)" } else { "" },
                     info.driver
                 );
+                if let Some(path) = &info.pipeline_cache {
+                    outln!("  pipeline cache      {}", path.display());
+                }
                 print_device(&client);
             }
             Err(error) => outln!("  device {index}: can't start: {error}"),

@@ -96,14 +96,6 @@ pub fn compile_cuda(name: &str, source: &str, options: &[String]) -> Result<Vec<
     }
 }
 
-/// Default directory of the on-disk kernel cache.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(dir).join("cubert").join("kernels"));
-    }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/cubert/kernels"))
-}
-
 /// Compiles and loads kernels for one context. See the module docs.
 pub struct Compiler {
     context: Arc<CudaContext>,

@@ -22,7 +22,7 @@ mod copy;
 mod launch;
 
 use crate::collective::{Caller, CudaCollectives};
-use crate::compiler::{Compiler, default_cache_dir};
+use crate::compiler::Compiler;
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
@@ -166,15 +166,7 @@ impl CudaServer {
         };
         let utilities = ServerUtilities::new(device.to_id(), properties, cuda_info, layout, config)
             .with_staging(Arc::new(PinnedStaging(pinned.clone())));
-        let disk = if config.compilation.disk_cache {
-            config
-                .compilation
-                .cache_dir
-                .clone()
-                .or_else(default_cache_dir)
-        } else {
-            None
-        };
+        let disk = config.compilation.disk_cache_dir();
         let events = EventPool::new(false);
         let timing_events = EventPool::new(true);
         let shared = Arc::new(Shared::default());

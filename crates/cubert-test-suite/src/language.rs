@@ -195,9 +195,10 @@ pub fn within_wgsl_accuracy(function: &str, x: f32, got: f32, want: f32) -> bool
             "tanh" => Some(v.tanh()),
             _ => None,
         };
-        let (Some(at_zero), Some(at_normal)) =
-            (rust(0.0f32.copysign(x)), rust(f32::MIN_POSITIVE.copysign(x)))
-        else {
+        let (Some(at_zero), Some(at_normal)) = (
+            rust(0.0f32.copysign(x)),
+            rust(f32::MIN_POSITIVE.copysign(x)),
+        ) else {
             return false;
         };
         let (low, high) = (at_zero.min(at_normal), at_zero.max(at_normal));

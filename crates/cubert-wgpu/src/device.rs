@@ -45,4 +45,7 @@ pub struct WgpuInfo {
     pub software: bool,
     /// Number of adapters wgpu lists in this process.
     pub device_count: u32,
+    /// The file of the on-disk pipeline cache, where the adapter has one (Vulkan) and the
+    /// `[compilation]` disk cache is on.
+    pub pipeline_cache: Option<std::path::PathBuf>,
 }

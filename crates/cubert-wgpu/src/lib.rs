@@ -11,6 +11,7 @@
 
 mod adapter;
 mod device;
+mod disk_cache;
 mod kernel;
 pub mod lang;
 mod pipeline;
@@ -19,6 +20,7 @@ mod readback;
 mod runtime;
 mod server;
 mod storage;
+mod timestamps;
 
 pub use adapter::{adapters, device_count};
 pub use device::{WGPU_DEVICE_TYPE, WgpuDevice, WgpuInfo};

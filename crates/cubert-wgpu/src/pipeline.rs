@@ -5,9 +5,12 @@
 //! layout leaves out bindings a kernel doesn't use): binding 0 the status word
 //! (read-write), 1 the info words (read-only), `2 + s` array `s` (read-write, whatever the
 //! shader declares: arrays of one launch often share a pooled buffer).
+//! Pipelines are built through the adapter's on-disk cache where it has one
+//! ([`DiskCache`]), so a later process skips the driver's compile.
 //! Shader and pipeline creation run inside a validation error scope, so WGSL the adapter
 //! refuses is a [`LaunchError::CompilationError`] naming the kernel, never a panic.
 
+use crate::disk_cache::DiskCache;
 use crate::kernel::WgpuKernel;
 use crate::lang::{WgslTarget, entry_name, generate};
 use cubert_lang::ir::Param;
@@ -29,13 +32,34 @@ pub struct Pipeline {
     pub elem_sizes: Vec<u64>,
 }
 
-/// The pipelines of one device.
+/// The pipelines of one device, in memory and (where the adapter can) on disk.
 #[derive(Debug, Default)]
 pub struct PipelineCache {
     pipelines: HashMap<(String, u64, CubeDim, bool), Arc<Pipeline>>,
+    disk: Option<DiskCache>,
 }
 
 impl PipelineCache {
+    /// An empty cache that builds through `disk` where there is one.
+    pub fn new(disk: Option<DiskCache>) -> Self {
+        Self {
+            pipelines: HashMap::new(),
+            disk,
+        }
+    }
+
+    /// Saves the on-disk cache if pipelines were built since it was last saved.
+    pub fn save_to_disk(&mut self) {
+        if let Some(disk) = &mut self.disk {
+            disk.save();
+        }
+    }
+
+    /// The file of the on-disk cache, if there is one.
+    pub fn disk_path(&self) -> Option<&std::path::Path> {
+        self.disk.as_ref().map(DiskCache::path)
+    }
+
     /// The pipeline of `kernel` in checked mode or not, built on first use.
     ///
     /// # Errors
@@ -57,7 +81,8 @@ impl PipelineCache {
             return Ok(pipeline.clone());
         }
         let _span = tracing::debug_span!(target: "cubert::compile", "wgsl", kernel = kernel.name(), checked = target.checked).entered();
-        let pipeline = Arc::new(build(device, target, kernel)?);
+        let disk = self.disk.as_mut().map(DiskCache::for_new_pipeline);
+        let pipeline = Arc::new(build(device, target, kernel, disk)?);
         self.pipelines.insert(key, pipeline.clone());
         Ok(pipeline)
     }
@@ -67,6 +92,7 @@ fn build(
     device: &wgpu::Device,
     target: WgslTarget,
     kernel: &WgpuKernel,
+    disk: Option<&wgpu::PipelineCache>,
 ) -> Result<Pipeline, LaunchError> {
     let ir = kernel.ir();
     let dim = kernel.cube_dim();
@@ -120,7 +146,7 @@ fn build(
         module: &module,
         entry_point: Some(&entry),
         compilation_options: wgpu::PipelineCompilationOptions::default(),
-        cache: None,
+        cache: disk,
     });
     if let Some(error) = cubert_runtime::future::block_on(scope.pop()) {
         return Err(compilation_error(error.to_string()));

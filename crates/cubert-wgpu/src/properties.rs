@@ -19,8 +19,8 @@ pub fn wanted_features(adapter: &wgpu::Adapter) -> wgpu::Features {
     let useful = wgpu::Features::SHADER_INT64
         | wgpu::Features::SHADER_F64
         | wgpu::Features::SUBGROUP
-        | wgpu::Features::TIMESTAMP_QUERY
-        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        | wgpu::Features::PIPELINE_CACHE
+        | crate::timestamps::FEATURES;
     adapter.features() & useful
 }
 
@@ -107,7 +107,12 @@ pub fn wgpu_properties(
             strict_float_math: false,
             f64_transcendentals: false,
         },
-        timing_method: TimingMethod::System,
+        // Timestamp queries where the adapter has them (see `timestamps`).
+        timing_method: if features.contains(crate::timestamps::FEATURES) {
+            TimingMethod::Device
+        } else {
+            TimingMethod::System
+        },
     }
 }
 

@@ -14,11 +14,13 @@
 //!   next `flush`, `sync` or read returns.
 
 use crate::device::{WgpuDevice, WgpuInfo};
+use crate::disk_cache::DiskCache;
 use crate::kernel::WgpuKernel;
 use crate::pipeline::PipelineCache;
 use crate::properties::{wanted_features, wgpu_properties, wgsl_target};
 use crate::readback::Readback;
 use crate::storage::{WgpuResource, WgpuStorage};
+use crate::timestamps::StartedProfile;
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
@@ -40,6 +42,7 @@ use cubert_runtime::{
     LaunchError, ProfileError, ServerError, StreamId,
 };
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 use wgpu::util::DeviceExt;
@@ -84,8 +87,18 @@ pub struct WgpuServer {
     status_slots: HashMap<StreamId, u64>,
     /// Per stream, the checked kernels launched since its status word was last read.
     checked_since: HashMap<StreamId, Vec<String>>,
-    profiles: HashMap<u64, Instant>,
+    /// The started profiles: host-timed (`Instant`) or device-timed (timestamps).
+    profiles: HashMap<u64, StartedTiming>,
     next_token: u64,
+}
+
+/// How a started profile is timed.
+#[derive(Debug)]
+enum StartedTiming {
+    /// The host clock, after waiting for the device.
+    Host(Instant),
+    /// Timestamp queries in the command stream.
+    Device(StartedProfile),
 }
 
 impl std::fmt::Debug for WgpuServer {
@@ -152,6 +165,13 @@ impl WgpuServer {
             max_allocation,
         );
         let adapter_info = adapter.get_info();
+        let disk = DiskCache::open(
+            &gpu,
+            &adapter_info,
+            features,
+            config.compilation.disk_cache_dir().as_deref(),
+        );
+        let pipelines = PipelineCache::new(disk);
         let info = WgpuInfo {
             adapter: adapter_info.name.clone(),
             api: format!("{:?}", adapter_info.backend),
@@ -160,6 +180,7 @@ impl WgpuServer {
                 .to_string(),
             software: adapter_info.device_type == wgpu::DeviceType::Cpu,
             device_count: adapters.len() as u32,
+            pipeline_cache: pipelines.disk_path().map(Path::to_path_buf),
         };
         let status = gpu.create_buffer(&wgpu::BufferDescriptor {
             label: Some("cubert status"),
@@ -180,7 +201,7 @@ impl WgpuServer {
             utilities: Arc::new(utilities),
             errors: StreamErrors::default(),
             device_errors,
-            pipelines: PipelineCache::default(),
+            pipelines,
             encoder: None,
             recorded: 0,
             status,
@@ -680,6 +701,7 @@ impl ComputeServer for WgpuServer {
     }
 
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
+        self.pipelines.save_to_disk();
         self.drain_releases();
         self.memory.manager().release_idle(&mut HostOrdering);
         let status = self.record_status_check(stream);
@@ -745,9 +767,15 @@ impl ComputeServer for WgpuServer {
     }
 
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
-        self.wait_idle()?;
+        let started = if self.features.contains(crate::timestamps::FEATURES) {
+            let gpu = self.gpu.clone();
+            StartedTiming::Device(StartedProfile::start(&gpu, self.encoder()))
+        } else {
+            self.wait_idle()?;
+            StartedTiming::Host(Instant::now())
+        };
         self.next_token += 1;
-        self.profiles.insert(self.next_token, Instant::now());
+        self.profiles.insert(self.next_token, started);
         Ok(ProfilingToken {
             id: self.next_token,
         })
@@ -758,22 +786,37 @@ impl ComputeServer for WgpuServer {
         _stream: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        let start = self
-            .profiles
-            .remove(&token.id)
-            .ok_or_else(|| ProfileError::NotRegistered {
-                backtrace: BackTrace::capture(),
-            })?;
-        if let Err(error) = self.wait_idle() {
-            return Err(ProfileError::Unknown {
-                reason: error.to_string(),
-                backtrace: BackTrace::capture(),
-            });
+        let started =
+            self.profiles
+                .remove(&token.id)
+                .ok_or_else(|| ProfileError::NotRegistered {
+                    backtrace: BackTrace::capture(),
+                })?;
+        let unknown = |error: ServerError| ProfileError::Unknown {
+            reason: error.to_string(),
+            backtrace: BackTrace::capture(),
+        };
+        match started {
+            StartedTiming::Host(start) => {
+                self.wait_idle().map_err(unknown)?;
+                Ok(ProfileDuration::from_ticks(
+                    ProfileTicks::new(start, Instant::now()),
+                    TimingMethod::System,
+                ))
+            }
+            StartedTiming::Device(started) => {
+                let gpu = self.gpu.clone();
+                let period = self.queue.get_timestamp_period();
+                let finished = started.finish(&gpu, self.encoder(), period);
+                self.submit();
+                // Read on the thread that awaits the duration, not on the runner.
+                let future = async move {
+                    let (start, duration) = finished.wait().map_err(unknown)?;
+                    Ok(ProfileTicks::from_duration(start, duration))
+                };
+                Ok(ProfileDuration::new(Box::pin(future), TimingMethod::Device))
+            }
         }
-        Ok(ProfileDuration::from_ticks(
-            ProfileTicks::new(start, Instant::now()),
-            TimingMethod::System,
-        ))
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {

@@ -135,6 +135,9 @@ fn vector_add<R: Runtime>(
     } else {
         (256 * MIB, 10)
     };
+    // Smaller where the device's buffers are (the figure's name says the size).
+    let largest = client.properties().memory.max_allocation_size;
+    let len = super::units::fit(len * 4, largest, MIB) / 4;
     let name = format!("cubert_vadd_f32_{}", count_label(len));
     let wall_name = format!("{name}_wall");
     recorder.start(&name);

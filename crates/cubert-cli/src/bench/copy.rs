@@ -122,7 +122,12 @@ pub fn run<R: Runtime>(
     quick: bool,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
-    let size = copy_size(client.properties().memory.total_memory, quick);
+    let memory = &client.properties().memory;
+    let size = super::units::fit(
+        copy_size(memory.total_memory, quick),
+        memory.max_allocation_size,
+        BLOCK,
+    );
     let reps = if quick { 3 } else { 5 };
     let name = format!("cubert_d2d_copy_{}", size_label(size));
     let wall_name = format!("{name}_wall");

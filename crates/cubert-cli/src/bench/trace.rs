@@ -195,6 +195,21 @@ fn replay_trace<R: CliRuntime>(
     // In trace order, as the peers' allocators see the events.
     let ordered = R::isolated_client(room)?;
     let memory = ordered.properties().memory.total_memory;
+    let largest = ordered.properties().memory.max_allocation_size;
+    let biggest = trace
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            TraceEvent::Alloc { size, .. } => Some(*size),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if biggest > largest {
+        let biggest = usize::try_from(biggest).unwrap_or(usize::MAX);
+        recorder.not_measured(&names, &super::units::too_big(biggest, largest));
+        return Ok(());
+    }
     if trace.peak_live_bytes > memory {
         recorder.not_measured(
             &names,

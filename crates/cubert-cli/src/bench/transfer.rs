@@ -56,7 +56,11 @@ pub fn run<R: Runtime>(
     quick: bool,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
-    let size = if quick { 64 * MIB } else { GIB };
+    let size = super::units::fit(
+        if quick { 64 * MIB } else { GIB },
+        client.properties().memory.max_allocation_size,
+        MIB,
+    );
     let reps = if quick { 3 } else { 5 };
     let label = size_label(size);
     let mut source = vec![0u8; size];

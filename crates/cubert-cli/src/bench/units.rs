@@ -20,6 +20,26 @@ pub fn size_label(bytes: usize) -> String {
     format!("{bytes}B")
 }
 
+/// Why a figure whose buffer of `bytes` exceeds the device's largest buffer, `largest`
+/// bytes (wgpu on Mesa's lavapipe allows 128 MiB), is not measured.
+pub fn too_big(bytes: usize, largest: u64) -> String {
+    format!(
+        "needs a buffer of {}; the device's largest is {}",
+        size_label(bytes),
+        size_label(usize::try_from(largest).unwrap_or(usize::MAX))
+    )
+}
+
+/// `bytes` halved until it fits in a buffer of `largest` bytes, but not below `floor`: the
+/// size a figure measures on a device with small buffers.
+pub fn fit(bytes: usize, largest: u64, floor: usize) -> usize {
+    let mut size = bytes;
+    while size > floor && size as u64 > largest {
+        size /= 2;
+    }
+    size
+}
+
 /// `16M`, `256M` (units of 2^20 elements), `4K`, or the plain count.
 pub fn count_label(count: usize) -> String {
     if count >= MIB && count.is_multiple_of(MIB) {

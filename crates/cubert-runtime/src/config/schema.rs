@@ -237,6 +237,23 @@ settings! {
     }
 }
 
+impl CompilationConfig {
+    /// The directory of the on-disk kernel caches: `cache_dir`, else `$XDG_CACHE_HOME/cubert/kernels`
+    /// or `~/.cache/cubert/kernels`; `None` when `disk_cache` is off or no directory is known.
+    pub fn disk_cache_dir(&self) -> Option<PathBuf> {
+        if !self.disk_cache {
+            return None;
+        }
+        if let Some(dir) = &self.cache_dir {
+            return Some(dir.clone());
+        }
+        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            return Some(PathBuf::from(dir).join("cubert").join("kernels"));
+        }
+        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/cubert/kernels"))
+    }
+}
+
 impl Default for CompilationConfig {
     fn default() -> Self {
         Self {
