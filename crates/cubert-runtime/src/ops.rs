@@ -71,6 +71,38 @@ pub fn elementwise_cube_count(
         .clamp(1, u64::from(properties.hardware.max_cube_count.0.max(1))) as u32
 }
 
+/// The grid of an elementwise kernel over `work_items` items, `per_cube` per cube: one unit
+/// per item. Past the device's limit along x (65535 cubes on wgpu) the grid grows along y,
+/// so every item still has its unit (`ABSOLUTE_POS` counts cubes row by row); the
+/// kernels' grid-stride loops cover what even that leaves. A grid of few cubes looping over
+/// many items each kept wgpu's vector add at a tenth of CUDA's bandwidth.
+///
+/// ```
+/// # use cubert_runtime::{CubeCount, ops};
+/// # let client = cubert_cpu::default_client()?;
+/// let mut properties = client.properties().clone();
+/// properties.hardware.max_cube_count = (65535, 65535, 65535);
+/// // 2^28 items of 256 per cube: 2^20 cubes, 65535 by 17.
+/// let grid = ops::elementwise_grid(&properties, 1 << 28, 256);
+/// assert!(matches!(grid, CubeCount::Static(65535, 17, 1)));
+/// assert!(matches!(ops::elementwise_grid(&properties, 1000, 256), CubeCount::Static(4, 1, 1)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn elementwise_grid(
+    properties: &DeviceProperties,
+    work_items: u64,
+    per_cube: u32,
+) -> CubeCount {
+    let wanted = work_items.div_ceil(u64::from(per_cube.max(1))).max(1);
+    let (max_x, max_y, _) = properties.hardware.max_cube_count;
+    let max_x = u64::from(max_x.max(1));
+    if wanted <= max_x {
+        return CubeCount::new_1d(wanted as u32);
+    }
+    let rows = wanted.div_ceil(max_x).min(u64::from(max_y.max(1)));
+    CubeCount::Static(max_x as u32, rows as u32, 1)
+}
+
 /// Cubes for a reduce-sum kernel over `rows` rows, `rows_per_cube` per cube. On a CPU, one
 /// cube per `rows_per_cube` rows: the unit-per-row kernel takes the exclusive fast path only
 /// on a grid of a unit per row (the executor runs cubes in runs anyway). On a GPU, as many
@@ -207,13 +239,13 @@ fn launch_over<R: Runtime>(
     extra: &[u64],
 ) -> Result<(), LaunchError> {
     let per_cube = kernel.cube_dim().num_elems();
-    let cubes = elementwise_cube_count(client.properties(), count as u64, per_cube);
+    let cubes = elementwise_grid(client.properties(), count as u64, per_cube);
     let mut info = vec![word(count)];
     info.extend_from_slice(extra);
     let arguments = KernelArguments::new()
         .with_buffers(views.iter().map(Handle::to_binding).collect())
         .with_info(MetadataBindingInfo::custom(info));
-    client.launch(kernel, CubeCount::new_1d(cubes), arguments)
+    client.launch(kernel, cubes, arguments)
 }
 
 /// Launches the empty kernel once.

@@ -38,7 +38,7 @@ pub use tensors::*;
 
 use crate::backend::{Client, TestBackend};
 use cubert_runtime::lang::{KernelDefinition, Scalar};
-use cubert_runtime::{Bytes, CubeCount, CubeDim, Handle};
+use cubert_runtime::{Bytes, CubeCount, CubeDim, ElemType, Handle};
 use std::fmt::Debug;
 
 /// A specialization of every kernel of the language tests (the casts for every pair of
@@ -163,6 +163,20 @@ pub fn within_ulps<F: Scalar>(a: F, b: F, ulps: u32) -> bool {
     (ordered(a) - ordered(b)).unsigned_abs() <= u128::from(ulps)
 }
 
+/// Whether `value`, of a float type, is subnormal (exponent bits zero, mantissa bits not):
+/// a value devices without strict float math may flush to zero.
+pub fn is_subnormal<T: Scalar>(value: T) -> bool {
+    let bits = value.to_bits();
+    let (exponent, mantissa): (u64, u64) = match T::ELEM {
+        ElemType::F16 => (0x7c00, 0x3ff),
+        ElemType::BF16 => (0x7f80, 0x7f),
+        ElemType::F32 => (0x7f80_0000, 0x7f_ffff),
+        ElemType::F64 => (0x7ff0_0000_0000_0000, 0x000f_ffff_ffff_ffff),
+        _ => return false,
+    };
+    bits & exponent == 0 && bits & mantissa != 0
+}
+
 /// Whether `got` is within WGSL's accuracy of `want`, Rust's `function(x)` for `f32`
 /// (`exp`, `ln`, `log2`, `sin`, `cos`, `tanh`): what the language promises for these
 /// functions on devices without strict float math (`Features::strict_float_math` false;
@@ -192,6 +206,7 @@ pub fn within_wgsl_accuracy(function: &str, x: f32, got: f32, want: f32) -> bool
             "exp" => Some(v.exp()),
             "ln" => Some(v.ln()),
             "log2" => Some(v.log2()),
+            "log10" => Some(v.log10()),
             "tanh" => Some(v.tanh()),
             _ => None,
         };
@@ -212,8 +227,13 @@ pub fn within_wgsl_accuracy(function: &str, x: f32, got: f32, want: f32) -> bool
         "sin" | "cos" if x.abs() <= std::f32::consts::PI => absolute <= 2f64.powi(-11),
         "sin" | "cos" => got.abs() <= 1.0,
         "exp" => within_ulps(got, want, exp_ulps),
-        "ln" | "log2" if (0.5..=2.0).contains(&x) => absolute <= 2f64.powi(-21),
-        "ln" | "log2" => within_ulps(got, want, 3),
+        "ln" | "log2" | "log10" if (0.5..=2.0).contains(&x) => absolute <= 2f64.powi(-21),
+        "ln" | "log2" | "log10" => within_ulps(got, want, 4),
+        // `sin(x) / cos(x)`: both within 2^-11 on [-π, π].
+        "tan" if x.abs() <= std::f32::consts::PI => {
+            absolute <= 2f64.powi(-10) * (1.0 + f64::from(want) * f64::from(want))
+        }
+        "tan" => true,
         "tanh" => absolute <= 2.0 * f64::from(exp_ulps) * 2f64.powi(-23),
         _ => false,
     }

@@ -24,7 +24,7 @@ use super::units::{MIB, count_label};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
 use cubert::lang::prelude::*;
-use cubert::{Bytes, ComputeClient, CubeCount, CubeDim, ElemType, Handle, Runtime, ops};
+use cubert::{Bytes, ComputeClient, CubeDim, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 
 /// Figures this group measures.
@@ -34,13 +34,16 @@ pub const FIGURES: u64 = 3 + copy::FIGURES;
 #[cubert::kernel]
 fn add_lines(a: &Array<f32>, b: &Array<f32>, out: &mut Array<f32>) {
     let i = ABSOLUTE_POS;
-    let x = a.line::<4>(i);
-    let y = b.line::<4>(i);
-    let mut z = x;
-    for k in 0..4u32 {
-        z[k] = x[k] + y[k];
+    // The grid may overshoot where it spills into y (`ops::elementwise_grid`).
+    if i * 4 < out.len() {
+        let x = a.line::<4>(i);
+        let y = b.line::<4>(i);
+        let mut z = x;
+        for k in 0..4u32 {
+            z[k] = x[k] + y[k];
+        }
+        out.set_line(i, z);
     }
-    out.set_line(i, z);
 }
 
 const SEED_A: u64 = 0xa;
@@ -216,17 +219,8 @@ fn language_add<R: Runtime>(
     recorder: &mut Recorder,
 ) -> CliResult<()> {
     recorder.start(name);
-    let units = (len / 4) as u32;
-    let launch = || {
-        add_lines::launch::<R>(
-            client,
-            CubeCount::Static(units.div_ceil(256), 1, 1),
-            CubeDim::new_1d(256),
-            a,
-            b,
-            out,
-        )
-    };
+    let grid = ops::elementwise_grid(client.properties(), (len / 4) as u64, 256);
+    let launch = || add_lines::launch::<R>(client, grid.clone(), CubeDim::new_1d(256), a, b, out);
     ops::fill(client, out, len, f32::NAN)?;
     launch()?;
     client.sync()?;
