@@ -287,6 +287,12 @@ pub fn float_operations_agree_exactly_or_within_4_ulps<R: Runtime, D: Runtime>(
                         && (bits_equal(flush(flushed[slot]), *got)
                             || bits_equal(flush(*want), *got)
                             || (*got == 0.0 && flushed[slot] == 0.0)))
+                    // `min`/`max` of subnormals compare them as zeros (equal) and may pick
+                    // either operand.
+                    || (relaxed
+                        && slot == 3
+                        && (is_subnormal(a) || is_subnormal(b))
+                        && [a, b, -a, -b, 0.0].contains(got))
             } else if relaxed {
                 let (function, argument) =
                     [("exp", a), ("ln", a.abs()), ("sin", a), ("tanh", a)][slot - 4];

@@ -259,7 +259,12 @@ pub fn second_process_finds_the_result_on_disk_and_benchmarks_nothing<B: TestBac
                 String::from_utf8_lossy(&output.stderr)
             )
         });
-    assert!(output.status.success(), "{line}");
+    assert!(
+        output.status.success(),
+        "the child printed `{line}` but exited with {}; its standard error:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     let expected = format!(
         "benchmark_runs=0 disk_hits=1 candidate_runs=1 winner={} source=Disk",
         choice.name
