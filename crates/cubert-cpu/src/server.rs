@@ -528,6 +528,11 @@ impl ComputeServer for CpuServer {
         self.memory.manager().cleanup(&mut HostOrdering);
     }
 
+    fn set_memory_cap(&mut self, cap: Option<u64>, _stream: StreamId) -> Result<(), ServerError> {
+        self.drain_releases();
+        Ok(self.memory.manager().set_cap(cap, &mut HostOrdering)?)
+    }
+
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
         self.next_token += 1;
         self.profiles.insert(self.next_token, Instant::now());

@@ -555,6 +555,14 @@ impl ComputeServer for CudaServer {
         self.transfers.trim();
     }
 
+    fn set_memory_cap(&mut self, cap: Option<u64>, _stream: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        self.drain_releases();
+        // Cached blocks can be given back only once the device is done with them.
+        self.settle();
+        Ok(self.memory.manager().set_cap(cap, &mut self.streams)?)
+    }
+
     fn start_profile(&mut self, stream: StreamId) -> Result<ProfilingToken, ServerError> {
         self.enter()?;
         let raw = self.streams.raw(stream)?;

@@ -226,6 +226,7 @@ macro_rules! __for_each_suite_test {
                 handles_dropped_before_their_allocation_runs_leave_nothing_in_use,
                 memory_report_agrees_with_memory_usage,
                 memory_cleanup_keeps_live_handles_intact,
+                memory_cap_refuses_allocations_past_it_and_keeps_data,
                 persistent_window_allocations_land_in_persistent_pool,
                 persistent_window_closes_when_its_task_panics,
                 persistent_window_applies_only_to_its_stream,

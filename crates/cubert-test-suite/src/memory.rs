@@ -8,8 +8,8 @@ use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::kernel::standard::StandardKernel;
 use cubert_runtime::memory::{MemoryReport, PoolReport};
 use cubert_runtime::{
-    Bytes, CubeCount, ElemType, KernelArguments, MemoryAllocationMode, MemoryLayoutDescriptor,
-    MetadataBindingInfo, Runtime,
+    Bytes, CubeCount, ElemType, IoError, KernelArguments, MemoryAllocationMode,
+    MemoryLayoutDescriptor, MetadataBindingInfo, Runtime, ServerError,
 };
 
 const MIB: usize = 1 << 20;
@@ -186,6 +186,56 @@ pub fn memory_cleanup_keeps_live_handles_intact<B: TestBackend>() {
     assert_eq!(usage.number_allocs, 1);
     assert!(usage.bytes_reserved >= usage.bytes_in_use);
     assert!(client.read_one(keep).unwrap()[..] == keep_data[..]);
+}
+
+/// A memory cap set at run time (`set_memory_cap`) refuses allocations that would take the
+/// device's pools past it with `OutOfMemory` (at the next sync, like a full device), after
+/// giving cached memory back; a cap below
+/// what live handles hold is refused and leaves the old cap; lifting it allows them again;
+/// no live handle loses a byte on the way. `set_memory_fraction` outside (0, 1] is refused.
+pub fn memory_cap_refuses_allocations_past_it_and_keeps_data<B: TestBackend>() {
+    let client = crate::support::client::<B>();
+    let mut rng = SeededRng::new(59);
+    let keep_data = rng.bytes(3 * MIB);
+    let keep = client.create_from_slice(&keep_data).unwrap();
+    // Cached memory the cap must give back rather than count against new allocations.
+    drop(client.create_from_slice(&rng.bytes(8 * MIB)).unwrap());
+    client.sync().unwrap();
+    let cap = 48 * MIB as u64;
+    client.set_memory_cap(Some(cap)).unwrap();
+    assert_eq!(client.memory_cap(), Some(cap));
+    assert!(settled_usage::<B>(&client).bytes_reserved <= cap);
+    let fits = client.empty(8 * MIB).unwrap();
+    // Allocations are made in stream order: the refusal comes back from the next sync.
+    let over = client.empty(64 * MIB).unwrap();
+    match client.sync() {
+        Err(ServerError::Io(IoError::OutOfMemory { .. })) => {}
+        other => panic!("64 MiB past a 48 MiB cap: {other:?}"),
+    }
+    drop(over);
+    assert!(settled_usage::<B>(&client).bytes_reserved <= cap);
+    let refused = client.set_memory_cap(Some(MIB as u64));
+    assert!(
+        matches!(
+            refused,
+            Err(ServerError::Io(IoError::InvalidArgument { .. }))
+        ),
+        "a cap below the live handles: {refused:?}"
+    );
+    assert_eq!(
+        client.memory_cap(),
+        Some(cap),
+        "a refused cap changed the cap"
+    );
+    assert!(client.set_memory_fraction(0.0).is_err());
+    assert!(client.set_memory_fraction(f64::NAN).is_err());
+    assert!(client.set_memory_fraction(1.5).is_err());
+    client.set_memory_cap(None).unwrap();
+    let big = client.empty(64 * MIB).unwrap();
+    drop((fits, big));
+    assert!(client.read_one(keep).unwrap()[..] == keep_data[..]);
+    client.set_memory_fraction(1.0).unwrap();
+    client.set_memory_cap(None).unwrap();
 }
 
 /// Allocations inside `memory_persistent_allocation` (nested windows included) land in the

@@ -766,6 +766,11 @@ impl ComputeServer for WgpuServer {
         self.memory.manager().cleanup(&mut HostOrdering);
     }
 
+    fn set_memory_cap(&mut self, cap: Option<u64>, _stream: StreamId) -> Result<(), ServerError> {
+        self.drain_releases();
+        Ok(self.memory.manager().set_cap(cap, &mut HostOrdering)?)
+    }
+
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
         let started = if self.features.contains(crate::timestamps::FEATURES) {
             let gpu = self.gpu.clone();

@@ -31,7 +31,7 @@ mod collective;
 
 use crate::device::{Device, DeviceId};
 use crate::device_handle::{self, DeviceHandle, DeviceHandleMode};
-use crate::error::ServerError;
+use crate::error::{IoError, ServerError};
 use crate::future::{DynFut, block_on, ready};
 use crate::kernel::{CubeCountSelection, CubeDim};
 use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
@@ -429,6 +429,68 @@ impl<R: Runtime> ComputeClient<R> {
         let stream = self.stream_id();
         self.device
             .submit(move |server| server.memory_cleanup(stream));
+    }
+
+    /// Caps the bytes this device's memory pools may hold at `bytes` (`None` lifts the cap),
+    /// like PyTorch's per-process memory fraction: past the cap an allocation gives back
+    /// cached memory, then fails with [`IoError::OutOfMemory`] as on a full device
+    /// (allocations are made in stream order: the next `sync` or read reports it). Cached
+    /// memory above the cap is given back now. The cap holds for every stream and clone of
+    /// this client's device.
+    ///
+    /// ```
+    /// # use cubert_runtime::{IoError, ServerError};
+    /// # let client = cubert_cpu::default_client()?;
+    /// client.set_memory_cap(Some(64 << 20))?;
+    /// let held = client.empty(48 << 20)?;
+    /// let over = client.empty(32 << 20)?;
+    /// assert!(matches!(client.sync(), Err(ServerError::Io(IoError::OutOfMemory { .. }))));
+    /// // A cap below what live handles hold is refused, and the old one stays.
+    /// assert!(client.set_memory_cap(Some(16 << 20)).is_err());
+    /// assert_eq!(client.memory_cap(), Some(64 << 20));
+    /// drop(held);
+    /// client.set_memory_cap(None)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] with [`IoError::InvalidArgument`] when live allocations already
+    /// hold more than `bytes`; the cap is left as it was and no handle is touched.
+    pub fn set_memory_cap(&self, bytes: Option<u64>) -> Result<(), ServerError> {
+        let stream = self.stream_id();
+        self.call(move |server| server.set_memory_cap(bytes, stream))??;
+        *self
+            .utilities
+            .memory_cap
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = bytes;
+        Ok(())
+    }
+
+    /// Caps this device's memory pools at `fraction` of the device's memory
+    /// ([`MemoryDeviceProperties::total_memory`](crate::properties::MemoryDeviceProperties)),
+    /// as [`ComputeClient::set_memory_cap`] does with bytes.
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] with [`IoError::InvalidArgument`] for a fraction outside
+    /// `(0, 1]`, or as [`ComputeClient::set_memory_cap`].
+    pub fn set_memory_fraction(&self, fraction: f64) -> Result<(), ServerError> {
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            return Err(ServerError::Io(IoError::invalid(format!(
+                "a memory fraction must be in (0, 1], not {fraction}"
+            ))));
+        }
+        let total = self.properties().memory.total_memory;
+        self.set_memory_cap(Some((total as f64 * fraction) as u64))
+    }
+
+    /// The cap set by [`ComputeClient::set_memory_cap`], if any.
+    pub fn memory_cap(&self) -> Option<u64> {
+        *self
+            .utilities
+            .memory_cap
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Devices of kind `type_id` of this runtime.

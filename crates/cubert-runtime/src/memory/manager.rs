@@ -195,6 +195,9 @@ pub struct MemoryManager<S: ComputeStorage> {
     storage: S,
     options: MemoryOptions,
     limits: MemoryLimits,
+    /// The user's cap on the bytes held from the device ([`MemoryManager::set_cap`]),
+    /// below the device's own capacity where it has one.
+    cap: Option<u64>,
     small: BlockPool,
     large: BlockPool,
     persistent: BlockPool,
@@ -258,6 +261,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             storage,
             options,
             limits,
+            cap: None,
             small,
             large,
             persistent,
@@ -291,6 +295,53 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// The limits.
     pub fn limits(&self) -> MemoryLimits {
         self.limits
+    }
+
+    /// The most bytes the manager may hold from the device: the smaller of the device's
+    /// capacity (where limited) and the user's cap.
+    pub fn capacity(&self) -> Option<u64> {
+        match (self.limits.capacity, self.cap) {
+            (Some(device), Some(cap)) => Some(device.min(cap)),
+            (device, cap) => device.or(cap),
+        }
+    }
+
+    /// The user's cap on the bytes held from the device, if one is set.
+    pub fn cap(&self) -> Option<u64> {
+        self.cap
+    }
+
+    /// Caps the bytes the manager may hold from the device at `cap` (`None` lifts the cap):
+    /// past it an allocation gives back cached memory and then fails with
+    /// [`IoError::OutOfMemory`], as on a full device (like PyTorch's per-process memory
+    /// fraction). Cached memory above the cap is given back first.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] when the memory that live allocations hold is already
+    /// above `cap`; the cap is then left as it was and nothing is freed but cached memory.
+    pub fn set_cap(
+        &mut self,
+        cap: Option<u64>,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<(), IoError> {
+        if let Some(cap) = cap {
+            if self.reserved() > cap {
+                self.cleanup(ordering);
+                self.storage.flush();
+            }
+            let reserved = self.reserved();
+            if reserved > cap {
+                return Err(IoError::invalid(format!(
+                    "a memory cap of {} is below the {} this device holds for live \
+                     allocations ({} in use); free handles first",
+                    format_bytes(cap),
+                    format_bytes(reserved),
+                    format_bytes(self.usage().bytes_in_use)
+                )));
+            }
+        }
+        self.cap = cap;
+        Ok(())
     }
 
     /// The allocation modes of the streams.
@@ -408,10 +459,11 @@ impl<S: ComputeStorage> MemoryManager<S> {
             if attempt == 1 {
                 self.cleanup(ordering);
             }
+            let capacity = self.capacity();
             let (Some(paged), Some(pager)) = (self.paged.as_mut(), self.storage.pager()) else {
                 return Err(IoError::invalid("the storage has no page mapper"));
             };
-            if let Some(capacity) = self.limits.capacity {
+            if let Some(capacity) = capacity {
                 let others = self.small.stats().bytes_reserved
                     + self.large.stats().bytes_reserved
                     + self.persistent.stats().bytes_reserved;
@@ -426,7 +478,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
                         reserved: others + paged_reserved,
                         free: capacity.saturating_sub(others + paged_reserved),
                         reason: format!(
-                            "the device's memory limit of {} is reached",
+                            "the memory limit of {} is reached",
                             format_bytes(capacity)
                         ),
                         backtrace: BackTrace::capture(),
@@ -580,16 +632,13 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// The out-of-memory error of `bytes` more (for a request of `requested` bytes) past
     /// the configured capacity, if that is where they would take the manager.
     fn over_capacity(&self, bytes: u64, requested: u64) -> Option<IoError> {
-        let capacity = self.limits.capacity?;
+        let capacity = self.capacity()?;
         let reserved = self.reserved();
         (reserved.saturating_add(bytes) > capacity).then(|| IoError::OutOfMemory {
             requested,
             reserved,
             free: capacity.saturating_sub(reserved),
-            reason: format!(
-                "the device's memory limit of {} is reached",
-                format_bytes(capacity)
-            ),
+            reason: format!("the memory limit of {} is reached", format_bytes(capacity)),
             backtrace: BackTrace::capture(),
         })
     }
@@ -633,7 +682,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let free = self
             .storage
             .free_memory()
-            .or_else(|| self.limits.capacity.map(|c| c.saturating_sub(reserved)))
+            .or_else(|| self.capacity().map(|c| c.saturating_sub(reserved)))
             .unwrap_or(0);
         Err(IoError::OutOfMemory {
             requested,

@@ -201,6 +201,15 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Gives back cached memory that no handle uses.
     fn memory_cleanup(&mut self, stream: StreamId);
 
+    /// Caps the bytes the device's memory pools may hold at `cap` (`None` lifts the cap);
+    /// cached memory above it is given back first. See
+    /// [`MemoryManager::set_cap`](crate::memory::MemoryManager::set_cap).
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] with [`IoError::InvalidArgument`] when live allocations already
+    /// hold more than `cap` (the cap is left as it was).
+    fn set_memory_cap(&mut self, cap: Option<u64>, stream: StreamId) -> Result<(), ServerError>;
+
     /// Starts a profile on `stream`.
     ///
     /// # Errors
@@ -289,6 +298,8 @@ pub struct ServerUtilities<S: ComputeServer> {
     pub staging: Option<Arc<dyn StagingProvider>>,
     /// Language kernels built for this device, by specialization and cube dim.
     pub language_kernels: crate::kernel::LanguageKernelCache<S::Kernel>,
+    /// The memory cap last set through a client (`ComputeClient::set_memory_cap`).
+    pub memory_cap: std::sync::Mutex<Option<u64>>,
 }
 
 impl<S: ComputeServer> ServerUtilities<S> {
@@ -317,6 +328,7 @@ impl<S: ComputeServer> ServerUtilities<S> {
             initialized_comms: RwLock::new(HashSet::new()),
             staging: None,
             language_kernels: Default::default(),
+            memory_cap: std::sync::Mutex::new(None),
         }
     }
 
