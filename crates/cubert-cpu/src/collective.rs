@@ -28,7 +28,9 @@ use cubert_runtime::server::ComputeServer;
 use cubert_runtime::server::local_group::{
     Call, CallKind, Finished, Launcher, LocalGroup, local_group,
 };
-use cubert_runtime::server::{DeviceSet, ReduceOperation, check_collective_type};
+use cubert_runtime::server::{
+    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint,
+};
 use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, DeviceId, ElemType, IoError, ServerError, StreamId};
 use std::collections::HashMap;
@@ -36,9 +38,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// What one device's call carries.
 pub struct CpuCall {
-    /// The device's input (all-reduce, send), copied when it arrived.
+    /// The device's input (all-reduce, all-gather, reduce-scatter, the root's broadcast,
+    /// send), copied when it arrived.
     input: Vec<u8>,
-    /// Where the device's result goes (all-reduce, recv).
+    /// Where the device's result goes (all-reduce, all-gather, reduce-scatter, broadcast
+    /// except at the root, recv).
     target: Option<Binding>,
     /// The result the launch left for the device.
     output: Option<Arc<Vec<u8>>>,
@@ -64,6 +68,40 @@ impl Launcher<CpuCall> for HostLauncher {
                 for call in calls.iter_mut() {
                     call.payload.input = Vec::new();
                     call.payload.output = Some(output.clone());
+                }
+            }
+            CallKind::AllGather { .. } => {
+                let mut gathered = Vec::new();
+                for call in calls.iter_mut() {
+                    gathered.append(&mut call.payload.input);
+                }
+                let output = Arc::new(gathered);
+                for call in calls.iter_mut() {
+                    call.payload.output = Some(output.clone());
+                }
+            }
+            CallKind::ReduceScatter { bytes, dtype, op } => {
+                let Some((first, rest)) = calls.split_first_mut() else {
+                    return Ok(());
+                };
+                let mut acc = std::mem::take(&mut first.payload.input);
+                let others: Vec<&[u8]> = rest.iter().map(|c| c.payload.input.as_slice()).collect();
+                reduce_in_place(&mut acc, &others, dtype, op)?;
+                let part = usize::try_from(bytes).unwrap_or(usize::MAX);
+                for call in calls.iter_mut() {
+                    let start = call.rank.saturating_mul(part).min(acc.len());
+                    let end = start.saturating_add(part).min(acc.len());
+                    call.payload.input = Vec::new();
+                    call.payload.output = Some(Arc::new(acc[start..end].to_vec()));
+                }
+            }
+            CallKind::Broadcast { root, .. } => {
+                let sent = calls
+                    .iter_mut()
+                    .find(|c| c.rank == root)
+                    .map(|c| Arc::new(std::mem::take(&mut c.payload.input)));
+                for call in calls.iter_mut().filter(|c| c.rank != root) {
+                    call.payload.output = sent.clone();
                 }
             }
             CallKind::Send { .. } | CallKind::Recv { .. } => {
@@ -305,6 +343,128 @@ pub fn all_reduce<S: ComputeServer<Storage = HostStorage>>(
             output: None,
         })
     })
+}
+
+/// This device's part of an all-gather of `src` into `dst` over `device_ids`: the parts of
+/// every rank, in rank order.
+///
+/// # Errors
+/// As [`all_reduce`]; [`IoError::InvalidArgument`] if `dst` isn't `src` × the number of
+/// devices, or the buffers overlap other than in place.
+pub fn all_gather<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
+    src: &Binding,
+    dst: Binding,
+    dtype: ElemType,
+    device_ids: Vec<DeviceId>,
+) -> Result<(), ServerError> {
+    check_collective_type(dtype, "all_gather", "cpu")?;
+    let mut member = Member::of(server);
+    let rank = check_parts(&member, src, &dst, &device_ids, "all_gather")?;
+    check_in_place_or_disjoint("all_gather", src, &dst, rank as u64 * src.size())?;
+    let kind = CallKind::AllGather {
+        bytes: src.size(),
+        dtype,
+    };
+    member.call(device_ids, "all_gather", kind, |member| {
+        Ok(CpuCall {
+            input: member.read(src)?,
+            target: Some(dst),
+            output: None,
+        })
+    })
+}
+
+/// This device's part of a reduce-scatter of `src` over `device_ids`: part `rank` of the
+/// reduction lands in `dst`.
+///
+/// # Errors
+/// As [`all_gather`].
+pub fn reduce_scatter<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
+    src: &Binding,
+    dst: Binding,
+    dtype: ElemType,
+    op: ReduceOperation,
+    device_ids: Vec<DeviceId>,
+) -> Result<(), ServerError> {
+    check_collective_type(dtype, "reduce_scatter", "cpu")?;
+    let mut member = Member::of(server);
+    let rank = check_parts(&member, &dst, src, &device_ids, "reduce_scatter")?;
+    check_in_place_or_disjoint("reduce_scatter", &dst, src, rank as u64 * dst.size())?;
+    let kind = CallKind::ReduceScatter {
+        bytes: dst.size(),
+        dtype,
+        op,
+    };
+    member.call(device_ids, "reduce_scatter", kind, |member| {
+        Ok(CpuCall {
+            input: member.read(src)?,
+            target: Some(dst),
+            output: None,
+        })
+    })
+}
+
+/// This device's part of a broadcast of `buffer` from `root` over `device_ids`.
+///
+/// # Errors
+/// As [`all_reduce`]; [`IoError::InvalidArgument`] if `root` isn't in the set.
+pub fn broadcast<S: ComputeServer<Storage = HostStorage>>(
+    server: &mut S,
+    buffer: Binding,
+    dtype: ElemType,
+    root: DeviceId,
+    device_ids: Vec<DeviceId>,
+) -> Result<(), ServerError> {
+    check_collective_type(dtype, "broadcast", "cpu")?;
+    let set = DeviceSet::new(device_ids.clone());
+    let root = set.require_rank(root, "broadcast")?;
+    let mut member = Member::of(server);
+    let sending = set.rank_of(member.device) == Some(root);
+    let kind = CallKind::Broadcast {
+        bytes: buffer.size(),
+        dtype,
+        root,
+    };
+    member.call(device_ids, "broadcast", kind, |member| {
+        Ok(if sending {
+            CpuCall {
+                input: member.read(&buffer)?,
+                target: None,
+                output: None,
+            }
+        } else {
+            CpuCall {
+                input: Vec::new(),
+                target: Some(buffer),
+                output: None,
+            }
+        })
+    })
+}
+
+/// Checks an all-gather's or reduce-scatter's buffers (`part` × ranks is `whole`) and
+/// returns the caller's rank.
+fn check_parts<S: ComputeServer<Storage = HostStorage>>(
+    member: &Member<'_, S>,
+    part: &Binding,
+    whole: &Binding,
+    device_ids: &[DeviceId],
+    operation: &str,
+) -> Result<usize, ServerError> {
+    let set = DeviceSet::new(device_ids.to_vec());
+    let rank = set.require_rank(member.device, operation)?;
+    if part.size().checked_mul(set.len() as u64) != Some(whole.size()) {
+        return Err(IoError::invalid(format!(
+            "{operation} over {} devices: {} bytes and {} bytes",
+            set.len(),
+            part.size(),
+            whole.size()
+        ))
+        .into());
+    }
+    Ok(rank)
 }
 
 /// Sends the (contiguous) data of `desc` to `peer`.

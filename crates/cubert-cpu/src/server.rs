@@ -392,6 +392,40 @@ impl ServerCommunication for CpuServer {
         crate::collective::all_reduce(self, &src, dst, dtype, op, device_ids)
     }
 
+    fn all_gather(
+        &mut self,
+        src: Binding,
+        dst: Binding,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::all_gather(self, &src, dst, dtype, device_ids)
+    }
+
+    fn reduce_scatter(
+        &mut self,
+        src: Binding,
+        dst: Binding,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        op: cubert_runtime::server::ReduceOperation,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::reduce_scatter(self, &src, dst, dtype, op, device_ids)
+    }
+
+    fn broadcast(
+        &mut self,
+        buffer: Binding,
+        dtype: cubert_runtime::ElemType,
+        _stream: StreamId,
+        root: DeviceId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        crate::collective::broadcast(self, buffer, dtype, root, device_ids)
+    }
+
     fn send(
         &mut self,
         desc: CopyDescriptor,

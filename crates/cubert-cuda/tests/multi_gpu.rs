@@ -1,7 +1,8 @@
-//! Several GPUs: NCCL all-reduce (every collective type, 1 element to 1 GiB, sum and mean),
-//! send/recv, both `to_client` paths (peer copy and pinned host round trip), ordering
-//! without `sync_collective`, inline device handles, and process groups of 2 and of every
-//! GPU, started by `cubert launch` and by re-running this test binary as the ranks.
+//! Several GPUs: NCCL all-reduce, all-gather, reduce-scatter and broadcast (every
+//! collective type, 1 element to 1 GiB, sum and mean), send/recv, both `to_client` paths
+//! (peer copy and pinned host round trip), ordering without `sync_collective`, inline device
+//! handles, and process groups of 2 and of every GPU (every collective), started by `cubert
+//! launch` and by re-running this test binary as the ranks.
 //!
 //! Every test is `#[ignore = "needs 2 or more CUDA devices"]` and, when it runs on a machine
 //! with fewer than 2 GPUs, prints a note and passes. On the GPU machine (see
@@ -192,6 +193,156 @@ fn all_reduce_is_exact_for_every_type_and_size() {
             ElemType::F32,
             ReduceOperation::Sum,
         );
+    }
+}
+
+/// Compares `got` with `want` and names the first differing byte.
+fn check_bytes(got: &[u8], want: &[u8], what: impl Fn() -> String) {
+    if got != want {
+        let first = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{} is wrong (lengths {} and {}, first differing byte {first:?})",
+            what(),
+            got.len(),
+            want.len()
+        );
+    }
+}
+
+/// Every GPU gathers `len` elements of `dtype`; each output is every input in rank order.
+fn gather_and_check(clients: &[Client], len: usize, dtype: ElemType) {
+    let devices = ids(clients);
+    let ranks = clients.len();
+    let buffers: Vec<(Handle, Handle)> = clients
+        .iter()
+        .enumerate()
+        .map(|(rank, client)| {
+            let src = client
+                .create(Bytes::from_bytes_vec(input(rank, len, dtype)))
+                .unwrap();
+            let dst = client.empty(src.size() as usize * ranks).unwrap();
+            (src, dst)
+        })
+        .collect();
+    for (client, (src, dst)) in clients.iter().zip(&buffers) {
+        client
+            .all_gather(src.clone(), dst.clone(), dtype, devices.clone())
+            .unwrap();
+    }
+    let want: Vec<u8> = (0..ranks)
+        .flat_map(|rank| input(rank, len, dtype))
+        .collect();
+    for (client, (_, dst)) in clients.iter().zip(&buffers) {
+        client.sync_collective().unwrap();
+        let got = client.read_one(dst.clone()).unwrap();
+        check_bytes(&got, &want, || {
+            format!(
+                "all_gather of {len} {dtype} per GPU over {ranks} GPUs on {:?}",
+                client.device_id()
+            )
+        });
+    }
+}
+
+/// Every GPU reduce-scatters `len` × ranks elements of `dtype`; each keeps its part.
+fn scatter_and_check(clients: &[Client], len: usize, dtype: ElemType, op: ReduceOperation) {
+    let devices = ids(clients);
+    let ranks = clients.len();
+    let part = len * dtype.size();
+    let buffers: Vec<(Handle, Handle)> = clients
+        .iter()
+        .enumerate()
+        .map(|(rank, client)| {
+            let src = client
+                .create(Bytes::from_bytes_vec(input(rank, len * ranks, dtype)))
+                .unwrap();
+            (src, client.empty(part).unwrap())
+        })
+        .collect();
+    for (client, (src, dst)) in clients.iter().zip(&buffers) {
+        client
+            .reduce_scatter(src.clone(), dst.clone(), dtype, devices.clone(), op)
+            .unwrap();
+    }
+    let whole = expected(ranks, len * ranks, dtype, op);
+    for (rank, (client, (_, dst))) in clients.iter().zip(&buffers).enumerate() {
+        client.sync_collective().unwrap();
+        let got = client.read_one(dst.clone()).unwrap();
+        check_bytes(&got, &whole[rank * part..(rank + 1) * part], || {
+            format!(
+                "{op:?} reduce_scatter of {len} {dtype} per GPU over {ranks} GPUs on {:?}",
+                client.device_id()
+            )
+        });
+    }
+}
+
+/// Every GPU takes part in a broadcast of `len` elements of `dtype` from rank `root`.
+fn broadcast_and_check(clients: &[Client], len: usize, dtype: ElemType, root: usize) {
+    let devices = ids(clients);
+    let buffers: Vec<Handle> = clients
+        .iter()
+        .enumerate()
+        .map(|(rank, client)| {
+            client
+                .create(Bytes::from_bytes_vec(input(rank, len, dtype)))
+                .unwrap()
+        })
+        .collect();
+    for (client, buffer) in clients.iter().zip(&buffers) {
+        client
+            .broadcast(buffer.clone(), dtype, devices[root], devices.clone())
+            .unwrap();
+    }
+    let want = input(root, len, dtype);
+    for (client, buffer) in clients.iter().zip(&buffers) {
+        client.sync_collective().unwrap();
+        let got = client.read_one(buffer.clone()).unwrap();
+        check_bytes(&got, &want, || {
+            format!(
+                "broadcast of {len} {dtype} from rank {root} on {:?}",
+                client.device_id()
+            )
+        });
+    }
+}
+
+/// `all_gather`, `reduce_scatter` (sum and mean) and `broadcast` (from the first and the
+/// last GPU) are exact for every collective type over every GPU, from one element per GPU
+/// to 1 GiB buffers (the gathered output, the scattered input, the broadcast buffer), and
+/// over 2 GPUs of a larger machine.
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn gather_scatter_and_broadcast_are_exact_for_every_type_and_size() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let _lock = collective_lock();
+    let clients = clients(count, DeviceHandleMode::Threaded);
+    let ranks = count as usize;
+    for dtype in COLLECTIVE_TYPES {
+        let gib = 1024 * MIB / dtype.size();
+        for len in [1usize, 3, 4097, 1_000_003, gib / ranks] {
+            gather_and_check(&clients, len, dtype);
+            for op in [ReduceOperation::Sum, ReduceOperation::Mean] {
+                scatter_and_check(&clients, len, dtype, op);
+            }
+        }
+        for len in [1usize, 3, 4097, 1_000_003, gib] {
+            for root in [0, ranks - 1] {
+                broadcast_and_check(&clients, len, dtype, root);
+            }
+        }
+    }
+    if count > 2 {
+        gather_and_check(&clients[..2], 1_000_003, ElemType::F32);
+        scatter_and_check(
+            &clients[..2],
+            1_000_003,
+            ElemType::F32,
+            ReduceOperation::Sum,
+        );
+        broadcast_and_check(&clients[1..3], 1_000_003, ElemType::F32, 1);
     }
 }
 
@@ -507,6 +658,61 @@ fn rank_worker() {
             "rank {rank}: {op:?} of {len} {dtype} is wrong"
         );
     }
+    // All-gather, reduce-scatter and broadcast across the processes.
+    let len = 1_000_003;
+    let part = client
+        .create(Bytes::from_bytes_vec(input(rank, len, ElemType::F32)))
+        .unwrap();
+    let gathered = client.empty(len * 4 * world).unwrap();
+    client
+        .all_gather(part, gathered.clone(), ElemType::F32, members.clone())
+        .unwrap();
+    let whole = client
+        .create(Bytes::from_bytes_vec(input(
+            rank,
+            len * world,
+            ElemType::I32,
+        )))
+        .unwrap();
+    let scattered = client.empty(len * 4).unwrap();
+    client
+        .reduce_scatter(
+            whole,
+            scattered.clone(),
+            ElemType::I32,
+            members.clone(),
+            ReduceOperation::Sum,
+        )
+        .unwrap();
+    let root = world - 1;
+    let broadcast = client
+        .create(Bytes::from_bytes_vec(input(rank, len, ElemType::BF16)))
+        .unwrap();
+    client
+        .broadcast(
+            broadcast.clone(),
+            ElemType::BF16,
+            members[root],
+            members.clone(),
+        )
+        .unwrap();
+    client.sync_collective().unwrap();
+    let want: Vec<u8> = (0..world)
+        .flat_map(|r| input(r, len, ElemType::F32))
+        .collect();
+    assert!(
+        client.read_one(gathered).unwrap()[..] == want[..],
+        "rank {rank}: all_gather is wrong"
+    );
+    let sums = expected(world, len * world, ElemType::I32, ReduceOperation::Sum);
+    assert!(
+        client.read_one(scattered).unwrap()[..] == sums[rank * len * 4..(rank + 1) * len * 4],
+        "rank {rank}: reduce_scatter is wrong"
+    );
+    assert!(
+        client.read_one(broadcast).unwrap()[..] == input(root, len, ElemType::BF16)[..],
+        "rank {rank}: broadcast is wrong"
+    );
     // Round the ring, even ranks sending first.
     let len = 3 * MIB;
     let outgoing = client

@@ -1,6 +1,7 @@
 //! Collectives among the devices of one process: `all_reduce` (sum and mean, every type
 //! collectives take), `send`/`recv`, `sync_collective`, and the errors of calls that can't
-//! run. Every test drives each device through its own client, in both device-handle modes;
+//! run (`all_gather`, `reduce_scatter` and `broadcast` are in `gather_scatter`, with the
+//! helpers here). Every test drives each device through its own client, in both device-handle modes;
 //! in inline mode one thread makes every device's call in turn, which must never deadlock.
 //!
 //! The tests follow the portable protocol: every device makes its calls, then each calls
@@ -18,7 +19,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// How long a collective test may take before it counts as a deadlock.
-const LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const LIMIT: Duration = Duration::from_secs(120);
 
 /// Serializes the collective tests of a process (they share the devices' groups).
 pub fn collective_lock() -> MutexGuard<'static, ()> {
@@ -28,7 +29,7 @@ pub fn collective_lock() -> MutexGuard<'static, ()> {
 
 /// `count` fresh clients on devices 0.. in `mode`, or `None` (said on standard error) when
 /// the backend can't form a group of that many.
-fn group<B: TestBackend>(count: u32, mode: DeviceHandleMode) -> Option<Vec<Client<B>>> {
+pub(crate) fn group<B: TestBackend>(count: u32, mode: DeviceHandleMode) -> Option<Vec<Client<B>>> {
     if B::collective_device_count() < count {
         eprintln!(
             "skipped: this test needs {count} devices that can form a collective group, the \
@@ -44,14 +45,14 @@ fn group<B: TestBackend>(count: u32, mode: DeviceHandleMode) -> Option<Vec<Clien
     )
 }
 
-fn ids<B: TestBackend>(clients: &[Client<B>]) -> Vec<DeviceId> {
+pub(crate) fn ids<B: TestBackend>(clients: &[Client<B>]) -> Vec<DeviceId> {
     clients.iter().map(|client| client.device_id()).collect()
 }
 
 /// A small integer for element `index` of `rank`: sums over 4 ranks stay exact in every
 /// collective type (|sum| <= 60, below i8's and bf16's exact range); unsigned types get
 /// non-negative values.
-fn value(rank: usize, index: usize, dtype: ElemType) -> i64 {
+pub(crate) fn value(rank: usize, index: usize, dtype: ElemType) -> i64 {
     let raw = ((index * 7 + rank * 13) % 31) as i64 - 15;
     match dtype {
         ElemType::U8 | ElemType::U32 | ElemType::U64 => raw + 15,
@@ -60,7 +61,7 @@ fn value(rank: usize, index: usize, dtype: ElemType) -> i64 {
 }
 
 /// Little-endian bytes of `values` as `dtype`.
-fn encode(values: &[f64], dtype: ElemType) -> Vec<u8> {
+pub(crate) fn encode(values: &[f64], dtype: ElemType) -> Vec<u8> {
     match dtype {
         ElemType::F16 => bytes_of(&values.iter().map(|v| f16::from_f64(*v)).collect::<Vec<_>>()),
         ElemType::BF16 => bytes_of(
@@ -83,7 +84,7 @@ fn encode(values: &[f64], dtype: ElemType) -> Vec<u8> {
 
 /// The expected result of reducing `ranks` inputs of `len` elements with `op`: integer
 /// means round toward zero (NCCL's `ncclAvg`), float means are exact for 2 and 4 ranks.
-fn expected(ranks: usize, len: usize, dtype: ElemType, op: ReduceOperation) -> Vec<u8> {
+pub(crate) fn expected(ranks: usize, len: usize, dtype: ElemType, op: ReduceOperation) -> Vec<u8> {
     let values: Vec<f64> = (0..len)
         .map(|index| {
             let sum: i64 = (0..ranks).map(|rank| value(rank, index, dtype)).sum();
@@ -97,14 +98,14 @@ fn expected(ranks: usize, len: usize, dtype: ElemType, op: ReduceOperation) -> V
     encode(&values, dtype)
 }
 
-fn input(rank: usize, len: usize, dtype: ElemType) -> Vec<u8> {
+pub(crate) fn input(rank: usize, len: usize, dtype: ElemType) -> Vec<u8> {
     let values: Vec<f64> = (0..len)
         .map(|index| value(rank, index, dtype) as f64)
         .collect();
     encode(&values, dtype)
 }
 
-fn sync_all<B: TestBackend>(clients: &[Client<B>]) {
+pub(crate) fn sync_all<B: TestBackend>(clients: &[Client<B>]) {
     for client in clients {
         client
             .sync_collective()

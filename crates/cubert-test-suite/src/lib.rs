@@ -56,6 +56,7 @@ pub mod create_read;
 pub mod device_handle;
 pub mod differential;
 pub mod errors;
+pub mod gather_scatter;
 pub mod language;
 pub mod launch;
 pub mod leaks;
@@ -298,6 +299,17 @@ macro_rules! __for_each_suite_test {
                 collective_arguments_are_checked_before_queuing,
                 mismatched_calls_fail_on_every_device_threaded,
                 mismatched_calls_fail_on_every_device_inline,
+            }
+            gather_scatter {
+                all_gather_puts_every_part_at_its_rank_threaded,
+                all_gather_puts_every_part_at_its_rank_inline,
+                reduce_scatter_leaves_each_device_its_part_threaded,
+                reduce_scatter_leaves_each_device_its_part_inline,
+                broadcast_copies_the_roots_buffer_to_every_device_threaded,
+                broadcast_copies_the_roots_buffer_to_every_device_inline,
+                gather_scatter_arguments_are_checked,
+                collectives_of_different_kinds_fail_on_every_device_threaded,
+                collectives_of_different_kinds_fail_on_every_device_inline,
             }
             staging {
                 reserve_staging_returns_usable_buffers_of_the_requested_sizes,

@@ -58,11 +58,12 @@ pub struct CudaCall {
     pub done: Option<CUevent>,
     /// Where `ready` and `done` go back (the device's pool).
     pub events: Arc<EventPool>,
-    /// Input (all-reduce, send).
+    /// Input (the buffer of a broadcast or send).
     pub send: CUdeviceptr,
-    /// Output (all-reduce, recv).
+    /// Output (the buffer of a broadcast or recv).
     pub recv: CUdeviceptr,
-    /// Elements.
+    /// Elements: NCCL's count (per rank for an all-gather's input and a reduce-scatter's
+    /// output).
     pub count: usize,
     /// NCCL's element type.
     pub dtype: ncclDataType_t,
@@ -142,16 +143,18 @@ impl CudaCall {
             .bind()
             .map_err(ServerError::from)
             .and_then(|()| self.wait_for_inputs())
-            .and_then(|()| self.enqueue(kind, peer_of(kind)));
+            .and_then(|()| self.enqueue(kind));
         let recorded = self.record_done();
         queued.and(recorded)
     }
 
     /// Queues this call's NCCL operation (inside a group). The buffers are device memory
-    /// of this call's device holding `count` elements, kept allocated by `buffers`; the
-    /// communicator and stream belong to this device.
-    fn enqueue(&self, kind: CallKind, peer: i32) -> Result<(), ServerError> {
+    /// of this call's device holding `count` elements (`count` × ranks for an all-gather's
+    /// output and a reduce-scatter's input, checked by the server), kept allocated by
+    /// `buffers`; the communicator and stream belong to this device.
+    fn enqueue(&self, kind: CallKind) -> Result<(), ServerError> {
         let (send, recv, stream) = (self.send, self.recv, self.stream);
+        let peer = peer_of(kind);
         let result = match kind {
             // SAFETY: `send` and `recv` hold `count` elements of this device's memory (kept
             // allocated by `buffers`); comm and stream are this
@@ -177,6 +180,40 @@ impl CudaCall {
             CallKind::Recv { .. } => unsafe {
                 driver::nccl::recv(recv, self.count, self.dtype, peer, self.comm.0, stream)
             },
+            // SAFETY: `send` holds `count` elements and `recv` `count` × ranks of this
+            // device's memory (kept allocated by `buffers`); comm and stream are this
+            // device's.
+            CallKind::AllGather { .. } => unsafe {
+                driver::nccl::all_gather(send, recv, self.count, self.dtype, self.comm.0, stream)
+            },
+            // SAFETY: `send` holds `count` × ranks elements and `recv` `count` of this
+            // device's memory (kept allocated by `buffers`); comm and stream are this
+            // device's.
+            CallKind::ReduceScatter { .. } => unsafe {
+                driver::nccl::reduce_scatter(
+                    send,
+                    recv,
+                    self.count,
+                    self.dtype,
+                    self.op,
+                    self.comm.0,
+                    stream,
+                )
+            },
+            // SAFETY: `send` and `recv` (one buffer: the broadcast is in place) hold `count`
+            // elements of this device's memory (kept allocated by `buffers`); comm and stream
+            // are this device's.
+            CallKind::Broadcast { .. } => unsafe {
+                driver::nccl::broadcast(
+                    send,
+                    recv,
+                    self.count,
+                    self.dtype,
+                    peer,
+                    self.comm.0,
+                    stream,
+                )
+            },
         };
         // Every operation is reported as "an NCCL collective".
         result.or_else(|failure| nccl::check(failure.result, "an NCCL collective"))
@@ -195,7 +232,7 @@ impl NcclLauncher {
         driver::nccl::group_start()?;
         let mut queued = Ok(());
         for call in calls.iter() {
-            if let Err(error) = call.payload.enqueue(call.kind, peer_of(call.kind)) {
+            if let Err(error) = call.payload.enqueue(call.kind) {
                 queued = Err(error);
                 break;
             }
@@ -206,13 +243,16 @@ impl NcclLauncher {
     }
 }
 
-/// The peer rank NCCL is given for `kind` (0 where it has none).
+/// The rank NCCL is given for `kind`: the peer of a send or receive, the root of a
+/// broadcast (0 where it has none).
 fn peer_of(kind: CallKind) -> i32 {
     match kind {
-        CallKind::Send { peer, .. } | CallKind::Recv { peer, .. } => {
-            i32::try_from(peer).unwrap_or(i32::MAX)
-        }
-        CallKind::AllReduce { .. } => 0,
+        CallKind::Send { peer, .. }
+        | CallKind::Recv { peer, .. }
+        | CallKind::Broadcast { root: peer, .. } => i32::try_from(peer).unwrap_or(i32::MAX),
+        CallKind::AllReduce { .. }
+        | CallKind::AllGather { .. }
+        | CallKind::ReduceScatter { .. } => 0,
     }
 }
 

@@ -48,7 +48,9 @@ use crate::streams::{EventPool, Streams};
 use communicator::Communicators;
 use cubert_runtime::distributed::{ProcessGroup, collective_timeout};
 use cubert_runtime::server::local_group::{CallKind, Finished, LocalGroup, Ticket};
-use cubert_runtime::server::{DeviceSet, ReduceOperation, check_collective_type};
+use cubert_runtime::server::{
+    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint,
+};
 use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, Device, DeviceId, ElemType, IoError, ServerError, StreamId};
 use cudarc::driver::sys::{CUdeviceptr, CUevent, CUstream};
@@ -167,6 +169,127 @@ impl Operands {
             op,
             buffers: vec![src, dst],
         })
+    }
+
+    /// An all-gather of `src` into `dst` among `device_ids` (`dst` holds `src` × ranks).
+    ///
+    /// # Errors
+    /// A type NCCL can't move, or buffers whose sizes don't fit.
+    pub(crate) fn all_gather(
+        src: Binding,
+        dst: Binding,
+        dtype: ElemType,
+        device_ids: &[DeviceId],
+    ) -> Result<Self, ServerError> {
+        check_collective_type(dtype, "all_gather", "cuda")?;
+        let bytes = src.size();
+        Self::check_parts(bytes, dst.size(), dtype, device_ids, "all_gather")?;
+        Ok(Self {
+            operation: "all_gather",
+            kind: CallKind::AllGather { bytes, dtype },
+            send: 0,
+            recv: 0,
+            count: (bytes / dtype.size() as u64) as usize,
+            dtype,
+            op: ReduceOperation::Sum,
+            buffers: vec![src, dst],
+        })
+    }
+
+    /// A reduce-scatter of `src` into `dst` among `device_ids` (`src` holds `dst` × ranks).
+    ///
+    /// # Errors
+    /// A type NCCL can't reduce, or buffers whose sizes don't fit.
+    pub(crate) fn reduce_scatter(
+        src: Binding,
+        dst: Binding,
+        dtype: ElemType,
+        op: ReduceOperation,
+        device_ids: &[DeviceId],
+    ) -> Result<Self, ServerError> {
+        check_collective_type(dtype, "reduce_scatter", "cuda")?;
+        let bytes = dst.size();
+        Self::check_parts(bytes, src.size(), dtype, device_ids, "reduce_scatter")?;
+        Ok(Self {
+            operation: "reduce_scatter",
+            kind: CallKind::ReduceScatter { bytes, dtype, op },
+            send: 0,
+            recv: 0,
+            count: (bytes / dtype.size() as u64) as usize,
+            dtype,
+            op,
+            buffers: vec![src, dst],
+        })
+    }
+
+    /// A broadcast of `buffer` from `root` among `device_ids`, in place.
+    ///
+    /// # Errors
+    /// A type NCCL can't move, a root outside the set, or a size that isn't whole elements.
+    pub(crate) fn broadcast(
+        buffer: Binding,
+        dtype: ElemType,
+        root: DeviceId,
+        device_ids: &[DeviceId],
+    ) -> Result<Self, ServerError> {
+        check_collective_type(dtype, "broadcast", "cuda")?;
+        let root = DeviceSet::new(device_ids.to_vec()).require_rank(root, "broadcast")?;
+        let bytes = buffer.size();
+        if !bytes.is_multiple_of(dtype.size() as u64) {
+            return Err(IoError::invalid(format!(
+                "broadcast of {bytes} bytes: not a whole number of {dtype} elements"
+            ))
+            .into());
+        }
+        Ok(Self {
+            operation: "broadcast",
+            kind: CallKind::Broadcast { bytes, dtype, root },
+            send: 0,
+            recv: 0,
+            count: (bytes / dtype.size() as u64) as usize,
+            dtype,
+            op: ReduceOperation::Sum,
+            buffers: vec![buffer],
+        })
+    }
+
+    /// Checks that `whole` is `part` bytes × the ranks of `device_ids`, in whole elements.
+    fn check_parts(
+        part: u64,
+        whole: u64,
+        dtype: ElemType,
+        device_ids: &[DeviceId],
+        operation: &str,
+    ) -> Result<(), ServerError> {
+        let ranks = DeviceSet::new(device_ids.to_vec()).len() as u64;
+        if part.checked_mul(ranks) != Some(whole) || !part.is_multiple_of(dtype.size() as u64) {
+            return Err(IoError::invalid(format!(
+                "{operation} over {ranks} devices: {part} bytes and {whole} bytes of {dtype}"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Checks that the buffers are separate or exactly in place for the caller's `rank`
+    /// (NCCL leaves other overlaps undefined).
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] for overlapping buffers.
+    fn check_overlap(&self, rank: usize) -> Result<(), ServerError> {
+        let [src, dst] = self.buffers.as_slice() else {
+            return Ok(());
+        };
+        match self.kind {
+            CallKind::AllReduce { .. } => check_in_place_or_disjoint(self.operation, src, dst, 0),
+            CallKind::AllGather { bytes, .. } => {
+                check_in_place_or_disjoint(self.operation, src, dst, rank as u64 * bytes)
+            }
+            CallKind::ReduceScatter { bytes, .. } => {
+                check_in_place_or_disjoint(self.operation, dst, src, rank as u64 * bytes)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// A send of `binding` to `peer` (`sending`), or a receive into it from `peer`, among
@@ -334,6 +457,7 @@ impl CudaCollectives {
             ))
             .into());
         }
+        operands.check_overlap(rank)?;
         let ready = caller.streams.record(stream)?;
         let call = CudaCall {
             context: caller.context.clone(),

@@ -225,3 +225,99 @@ pub unsafe fn recv(
         unsafe { sys::ncclRecv(recv as *mut c_void, count, dtype, peer, comm, stream.cast()) };
     check(result, "ncclRecv")
 }
+
+/// Queues an all-gather of `count` elements from each rank's `send` into `recv` (which
+/// holds `count` × ranks elements, rank `r`'s at element `r × count`) on `stream`
+/// (`ncclAllGather`).
+///
+/// # Errors
+/// NCCL's error.
+///
+/// # Safety
+/// As [`all_reduce`], with `recv` holding `count` × the communicator's ranks elements.
+pub unsafe fn all_gather(
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+    count: usize,
+    dtype: ncclDataType_t,
+    comm: ncclComm_t,
+    stream: CUstream,
+) -> Result<(), NcclFailure> {
+    // SAFETY: the caller upholds this function's contract.
+    let result = unsafe {
+        sys::ncclAllGather(
+            send as *const c_void,
+            recv as *mut c_void,
+            count,
+            dtype,
+            comm,
+            stream.cast(),
+        )
+    };
+    check(result, "ncclAllGather")
+}
+
+/// Queues a reduce-scatter on `stream` (`ncclReduceScatter`): `send` holds `count` × ranks
+/// elements; rank `r` receives in `recv` the reduction of elements `r × count ..`.
+///
+/// # Errors
+/// NCCL's error.
+///
+/// # Safety
+/// As [`all_reduce`], with `send` holding `count` × the communicator's ranks elements.
+pub unsafe fn reduce_scatter(
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+    count: usize,
+    dtype: ncclDataType_t,
+    op: ncclRedOp_t,
+    comm: ncclComm_t,
+    stream: CUstream,
+) -> Result<(), NcclFailure> {
+    // SAFETY: the caller upholds this function's contract.
+    let result = unsafe {
+        sys::ncclReduceScatter(
+            send as *const c_void,
+            recv as *mut c_void,
+            count,
+            dtype,
+            op,
+            comm,
+            stream.cast(),
+        )
+    };
+    check(result, "ncclReduceScatter")
+}
+
+/// Queues a broadcast of `count` elements from rank `root`'s `send` into every rank's
+/// `recv` on `stream` (`ncclBroadcast`; `send` is only read on the root, and may be
+/// `recv`).
+///
+/// # Errors
+/// NCCL's error.
+///
+/// # Safety
+/// As [`all_reduce`].
+pub unsafe fn broadcast(
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+    count: usize,
+    dtype: ncclDataType_t,
+    root: i32,
+    comm: ncclComm_t,
+    stream: CUstream,
+) -> Result<(), NcclFailure> {
+    // SAFETY: the caller upholds this function's contract.
+    let result = unsafe {
+        sys::ncclBroadcast(
+            send as *const c_void,
+            recv as *mut c_void,
+            count,
+            dtype,
+            root,
+            comm,
+            stream.cast(),
+        )
+    };
+    check(result, "ncclBroadcast")
+}

@@ -171,6 +171,52 @@ impl ServerCommunication for CudaServer {
             .map_err(|error| self.shared.observe(error))
     }
 
+    fn all_gather(
+        &mut self,
+        src: Binding,
+        dst: Binding,
+        dtype: ElemType,
+        stream: StreamId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        self.enter_collective()
+            .and_then(|()| self.refuse_if_capturing(stream))
+            .and_then(|()| Operands::all_gather(src, dst, dtype, &device_ids))
+            .and_then(|operands| self.collective_call(operands, device_ids, stream))
+            .map_err(|error| self.shared.observe(error))
+    }
+
+    fn reduce_scatter(
+        &mut self,
+        src: Binding,
+        dst: Binding,
+        dtype: ElemType,
+        stream: StreamId,
+        op: ReduceOperation,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        self.enter_collective()
+            .and_then(|()| self.refuse_if_capturing(stream))
+            .and_then(|()| Operands::reduce_scatter(src, dst, dtype, op, &device_ids))
+            .and_then(|operands| self.collective_call(operands, device_ids, stream))
+            .map_err(|error| self.shared.observe(error))
+    }
+
+    fn broadcast(
+        &mut self,
+        buffer: Binding,
+        dtype: ElemType,
+        stream: StreamId,
+        root: DeviceId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        self.enter_collective()
+            .and_then(|()| self.refuse_if_capturing(stream))
+            .and_then(|()| Operands::broadcast(buffer, dtype, root, &device_ids))
+            .and_then(|operands| self.collective_call(operands, device_ids, stream))
+            .map_err(|error| self.shared.observe(error))
+    }
+
     fn send(
         &mut self,
         desc: CopyDescriptor,

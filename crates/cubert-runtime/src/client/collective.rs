@@ -1,4 +1,5 @@
-//! Collectives: `all_reduce`, `send`/`recv`, `sync_collective`, and process groups.
+//! Collectives: `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `send`/`recv`,
+//! `sync_collective`, and process groups.
 //!
 //! A collective runs among a set of devices named by their [`DeviceId`]s: devices of this
 //! process (each with its own client), or the members of a process group
@@ -24,7 +25,10 @@ use crate::elem::ElemType;
 use crate::error::{IoError, ServerError};
 use crate::handle::Handle;
 use crate::runtime::Runtime;
-use crate::server::{CommunicationId, ReduceOperation, ServerCommunication, check_collective_type};
+use crate::server::{
+    CommunicationId, DeviceSet, ReduceOperation, ServerCommunication, check_collective_type,
+    check_in_place_or_disjoint,
+};
 use std::sync::PoisonError;
 
 impl<R: Runtime> ComputeClient<R> {
@@ -32,40 +36,48 @@ impl<R: Runtime> ComputeClient<R> {
     /// lookup).
     ///
     /// # Errors
-    /// The backend's error ([`ServerError::Unsupported`] where collectives don't exist).
+    /// The backend's error ([`ServerError::Unsupported`] where collectives don't exist), or
+    /// [`IoError::InvalidArgument`] if this client's device is not in the set.
     pub fn ensure_init_collective(&self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
-        let id = CommunicationId::of(&device_ids);
-        if self.collective_known(id) {
-            return Ok(());
+        self.ensure_collective(&device_ids).map(|_| ())
+    }
+
+    /// [`Self::ensure_init_collective`], returning this device's rank in the set, without a
+    /// copy of the ids when the set is known (every call after the first).
+    fn ensure_collective(&self, device_ids: &[DeviceId]) -> Result<usize, ServerError> {
+        let id = CommunicationId::of(device_ids);
+        if let Some(rank) = self.collective_rank(id) {
+            return Ok(rank);
         }
+        let set = DeviceSet::new(device_ids.to_vec());
+        let device_ids = device_ids.to_vec();
+        let Some(rank) = set.rank_of(self.device_id()) else {
+            // The backend explains best (a process group not joined yet, collectives it
+            // lacks); a set without this device is refused here otherwise.
+            self.call(move |server| server.comm_init(device_ids))??;
+            return set.require_rank(self.device_id(), "comm_init");
+        };
         self.call(move |server| server.comm_init(device_ids))??;
-        self.remember_collective(id);
-        Ok(())
+        self.remember_collective(id, rank);
+        Ok(rank)
     }
 
-    /// [`Self::ensure_init_collective`] without a copy of the ids when the set is known
-    /// (every call after the first).
-    fn ensure_collective(&self, device_ids: &[DeviceId]) -> Result<(), ServerError> {
-        if self.collective_known(CommunicationId::of(device_ids)) {
-            return Ok(());
-        }
-        self.ensure_init_collective(device_ids.to_vec())
-    }
-
-    fn collective_known(&self, id: CommunicationId) -> bool {
+    /// This device's rank in communicator `id`, if it was set up.
+    fn collective_rank(&self, id: CommunicationId) -> Option<usize> {
         self.utilities
             .initialized_comms
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&id)
+            .get(&id)
+            .copied()
     }
 
-    fn remember_collective(&self, id: CommunicationId) {
+    fn remember_collective(&self, id: CommunicationId, rank: usize) {
         self.utilities
             .initialized_comms
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id);
+            .insert(id, rank);
     }
 
     /// Joins this client's device to `group` (this process's rank in a world of processes,
@@ -78,10 +90,11 @@ impl<R: Runtime> ComputeClient<R> {
     pub fn init_process_group(&self, group: &ProcessGroup) -> Result<Vec<DeviceId>, ServerError> {
         let members = group.members();
         let id = CommunicationId::from(members.clone());
-        if !self.collective_known(id) {
+        if self.collective_rank(id).is_none() {
+            let rank = group.rank() as usize;
             let group = group.clone();
             self.call(move |server| server.comm_init_process_group(group))??;
-            self.remember_collective(id);
+            self.remember_collective(id, rank);
         }
         Ok(members)
     }
@@ -149,11 +162,124 @@ impl<R: Runtime> ComputeClient<R> {
             .into());
         }
         Self::check_elements(src.size(), dtype, "all_reduce")?;
+        check_in_place_or_disjoint("all_reduce", &src.to_binding(), &dst.to_binding(), 0)?;
         self.ensure_collective(&device_ids)?;
         let stream = self.stream_id();
         let (src, dst) = (src.binding(), dst.binding());
         self.device.submit_fallible(move |server: &mut R::Server| {
             server.all_reduce(src, dst, dtype, stream, op, device_ids)
+        });
+        Ok(())
+    }
+
+    /// Checks the two buffers of an all-gather or reduce-scatter: `part` (one device's
+    /// share) times the number of devices is `whole`, in whole elements.
+    fn check_parts(
+        &self,
+        part: &Handle,
+        whole: &Handle,
+        dtype: ElemType,
+        device_ids: &[DeviceId],
+        operation: &str,
+    ) -> Result<(), ServerError> {
+        check_collective_type(dtype, operation, R::name())?;
+        self.check_collective_handle(part, operation)?;
+        self.check_collective_handle(whole, operation)?;
+        let devices = DeviceSet::new(device_ids.to_vec()).len() as u64;
+        if part.size().checked_mul(devices) != Some(whole.size()) || devices == 0 {
+            return Err(IoError::invalid(format!(
+                "{operation} over {devices} devices needs a buffer of {devices} × the other's                  bytes: got {} and {} bytes",
+                part.size(),
+                whole.size()
+            ))
+            .into());
+        }
+        Self::check_elements(part.size(), dtype, operation)
+    }
+
+    /// Gathers `src` from every device of `device_ids` (this device among them) into `dst`
+    /// on each of them, in rank order: the part of the device of rank `r` (its position in
+    /// the sorted set) lands at byte `r × src.size()` of `dst`, which holds `src.size()` ×
+    /// the number of devices. Every device of the set makes the same call. In place, `src`
+    /// is the view of `dst` at the caller's own part (as with NCCL).
+    ///
+    /// # Errors
+    /// As [`Self::all_reduce`]; [`IoError::InvalidArgument`] if `dst` isn't `src.size()` ×
+    /// the number of devices, or the buffers overlap other than in place.
+    pub fn all_gather(
+        &self,
+        src: Handle,
+        dst: Handle,
+        dtype: ElemType,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        self.check_parts(&src, &dst, dtype, &device_ids, "all_gather")?;
+        let rank = self.ensure_collective(&device_ids)?;
+        let in_place = rank as u64 * src.size();
+        check_in_place_or_disjoint("all_gather", &src.to_binding(), &dst.to_binding(), in_place)?;
+        let stream = self.stream_id();
+        let (src, dst) = (src.binding(), dst.binding());
+        self.device.submit_fallible(move |server: &mut R::Server| {
+            server.all_gather(src, dst, dtype, stream, device_ids)
+        });
+        Ok(())
+    }
+
+    /// Reduces `src` over every device of `device_ids` (this device among them) with `op`
+    /// and leaves part `r` of the result (`dst.size()` bytes from byte `r × dst.size()`) in
+    /// `dst` of the device of rank `r`. `src` holds `dst.size()` × the number of devices.
+    /// Every device of the set makes the same call. In place, `dst` is the view of `src` at
+    /// the caller's own part (as with NCCL).
+    ///
+    /// # Errors
+    /// As [`Self::all_gather`].
+    pub fn reduce_scatter(
+        &self,
+        src: Handle,
+        dst: Handle,
+        dtype: ElemType,
+        device_ids: Vec<DeviceId>,
+        op: ReduceOperation,
+    ) -> Result<(), ServerError> {
+        self.check_parts(&dst, &src, dtype, &device_ids, "reduce_scatter")?;
+        let rank = self.ensure_collective(&device_ids)?;
+        let in_place = rank as u64 * dst.size();
+        check_in_place_or_disjoint(
+            "reduce_scatter",
+            &dst.to_binding(),
+            &src.to_binding(),
+            in_place,
+        )?;
+        let stream = self.stream_id();
+        let (src, dst) = (src.binding(), dst.binding());
+        self.device.submit_fallible(move |server: &mut R::Server| {
+            server.reduce_scatter(src, dst, dtype, stream, op, device_ids)
+        });
+        Ok(())
+    }
+
+    /// Copies `buffer` of device `root` into `buffer` of every other device of `device_ids`
+    /// (in place; every device's buffer has the same size). Every device of the set makes
+    /// the same call, the root included.
+    ///
+    /// # Errors
+    /// As [`Self::all_reduce`]; [`IoError::InvalidArgument`] if `root` is not in the set.
+    pub fn broadcast(
+        &self,
+        buffer: Handle,
+        dtype: ElemType,
+        root: DeviceId,
+        device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        check_collective_type(dtype, "broadcast", R::name())?;
+        self.check_collective_handle(&buffer, "broadcast")?;
+        Self::check_elements(buffer.size(), dtype, "broadcast")?;
+        DeviceSet::new(device_ids.clone()).require_rank(root, "broadcast")?;
+        self.ensure_collective(&device_ids)?;
+        let stream = self.stream_id();
+        let buffer = buffer.binding();
+        self.device.submit_fallible(move |server: &mut R::Server| {
+            server.broadcast(buffer, dtype, stream, root, device_ids)
         });
         Ok(())
     }

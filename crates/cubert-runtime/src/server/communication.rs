@@ -18,7 +18,8 @@
 //!
 //!   [`ServerCommunication::peer_copy_supported`] says, without a round trip, whether two
 //!   devices can do this; otherwise `to_client` goes through the host.
-//! - **Collectives** (`comm_init`, `all_reduce`, `send`, `recv`, `sync_collective`) among a
+//! - **Collectives** (`comm_init`, `all_reduce`, `all_gather`, `reduce_scatter`,
+//!   `broadcast`, `send`, `recv`, `sync_collective`) among a
 //!   set of devices, named by their [`DeviceId`]s ([`DeviceSet`] sorts them: a device's rank is
 //!   its position). Devices of one process are matched by `local_group`; a set of
 //!   processes (one device each, possibly on several hosts) is a [`ProcessGroup`] whose
@@ -191,11 +192,40 @@ pub fn check_collective_type(
     }
 }
 
+/// Checks that `part` and `whole`, the two buffers of a collective call, are either
+/// separate memory or exactly in place: `part` at byte `in_place_offset` of `whole`. NCCL
+/// leaves any other overlap undefined, so every backend refuses it the same way. For
+/// `all_reduce` the two have one size and the offset is 0; for `all_gather` (`part` is the
+/// input) and `reduce_scatter` (`part` is the output) it is the rank × the part's size.
+///
+/// # Errors
+/// [`IoError::InvalidArgument`] naming the operation and both ranges.
+pub fn check_in_place_or_disjoint(
+    operation: &str,
+    part: &Binding,
+    whole: &Binding,
+    in_place_offset: u64,
+) -> Result<(), ServerError> {
+    if part.id() != whole.id() {
+        return Ok(());
+    }
+    let (part_start, whole_start) = (part.offset(), whole.offset());
+    let (part_end, whole_end) = (part_start + part.size(), whole_start + whole.size());
+    let disjoint = part_end <= whole_start || whole_end <= part_start;
+    if disjoint || part_start == whole_start + in_place_offset {
+        return Ok(());
+    }
+    Err(IoError::invalid(format!(
+        "{operation}: its buffers overlap (bytes {part_start}..{part_end} and          {whole_start}..{whole_end} of one allocation); they must be separate, or in place with          the smaller one at byte {in_place_offset} of the larger"
+    ))
+    .into())
+}
+
 /// Direct communication between servers. See the module docs. Every default returns
 /// [`ServerError::Unsupported`] (or says "no direct path").
 pub trait ServerCommunication {
-    /// Whether this backend implements collectives (`comm_init`, `all_reduce`, `send`,
-    /// `recv`, `sync_collective`).
+    /// Whether this backend implements collectives (`comm_init`, `all_reduce`,
+    /// `all_gather`, `reduce_scatter`, `broadcast`, `send`, `recv`, `sync_collective`).
     const SERVER_COMM_ENABLED: bool;
 
     /// What the source of a peer copy hands the destination (step 1).
@@ -293,6 +323,57 @@ pub trait ServerCommunication {
         Err(ServerError::unsupported("all_reduce", "this"))
     }
 
+    /// Gathers `src` from every device of `device_ids` into `dst` on each of them: rank
+    /// `r`'s `src` lands at byte `r × src.size()` of `dst` (which holds `src.size()` × the
+    /// number of devices). Ordered like [`Self::all_reduce`].
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default.
+    fn all_gather(
+        &mut self,
+        _src: Binding,
+        _dst: Binding,
+        _dtype: ElemType,
+        _stream: StreamId,
+        _device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("all_gather", "this"))
+    }
+
+    /// Reduces `src` (`dst.size()` × the number of devices) over every device of
+    /// `device_ids` and leaves part `r` of the result in `dst` of rank `r`. Ordered like
+    /// [`Self::all_reduce`].
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default.
+    fn reduce_scatter(
+        &mut self,
+        _src: Binding,
+        _dst: Binding,
+        _dtype: ElemType,
+        _stream: StreamId,
+        _op: ReduceOperation,
+        _device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("reduce_scatter", "this"))
+    }
+
+    /// Copies `buffer` of device `root` into `buffer` of every other device of
+    /// `device_ids` (in place). Ordered like [`Self::all_reduce`].
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] by default.
+    fn broadcast(
+        &mut self,
+        _buffer: Binding,
+        _dtype: ElemType,
+        _stream: StreamId,
+        _root: DeviceId,
+        _device_ids: Vec<DeviceId>,
+    ) -> Result<(), ServerError> {
+        Err(ServerError::unsupported("broadcast", "this"))
+    }
+
     /// Sends the described (contiguous) data to `device_id_dst`, which makes the matching
     /// `recv`; both use the communicator of `device_ids`.
     ///
@@ -368,6 +449,36 @@ mod tests {
         assert_eq!(set.rank_of(DeviceId::new(1, 3)), Some(1));
         assert_eq!(set.rank_of(DeviceId::new(1, 1)), None);
         assert!(set.require_rank(DeviceId::new(1, 1), "all_reduce").is_err());
+    }
+
+    #[test]
+    fn overlapping_buffers_are_refused_unless_exactly_in_place() {
+        use crate::handle::{HandleFactory, ReleaseQueue};
+        let factory = HandleFactory::new(DeviceId::new(0, 0), ReleaseQueue::new());
+        let whole = factory.mint(StreamId::new(0), 256);
+        let other = factory.mint(StreamId::new(0), 64);
+        let part = |offset| whole.view(offset, 64).unwrap().binding();
+        let whole_binding = whole.to_binding();
+        // Separate allocations, and disjoint views of one.
+        assert!(
+            check_in_place_or_disjoint("all_gather", &other.binding(), &whole_binding, 0).is_ok()
+        );
+        let (head, tail) = (whole.view(0, 128).unwrap(), whole.view(128, 128).unwrap());
+        assert!(
+            check_in_place_or_disjoint("all_reduce", &head.binding(), &tail.binding(), 0).is_ok()
+        );
+        // In place at rank 2's part, and not.
+        assert!(check_in_place_or_disjoint("all_gather", &part(128), &whole_binding, 128).is_ok());
+        let error =
+            check_in_place_or_disjoint("all_gather", &part(64), &whole_binding, 128).unwrap_err();
+        assert!(
+            matches!(error, ServerError::Io(IoError::InvalidArgument { .. })),
+            "{error}"
+        );
+        assert!(error.to_string().contains("overlap"), "{error}");
+        // An all-reduce of two views shifted by half.
+        let error = check_in_place_or_disjoint("all_reduce", &part(0), &part(32), 0).unwrap_err();
+        assert!(error.to_string().contains("all_reduce"), "{error}");
     }
 
     #[test]

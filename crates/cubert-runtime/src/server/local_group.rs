@@ -10,10 +10,12 @@
 //! in one order on every device.
 //!
 //! Matching follows call order per device. The head calls of the queues form an instance:
-//! an `all_reduce` when every device's head is one, a `send` with the peer's head `recv`
-//! from it (or alone when the peer is another process). Calls that can never match (other
-//! sizes, types or operations; a call whose server was replaced by another server of the
-//! same device) are abandoned with an error instead of run.
+//! a group-wide call (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`) when every
+//! device's head is one (of the same kind and size, or the instance fails on every device),
+//! a `send` with the peer's head `recv` from it (or alone when the peer is another process).
+//! Calls that can never match (other kinds, sizes, types, operations or roots; a call whose
+//! server was replaced by another server of the same device) are abandoned with an error
+//! instead of run.
 //!
 //! What happens to an early device's call until the last one arrives is the backend's
 //! business. On a runner thread both backends wait for the peers' calls
@@ -60,6 +62,41 @@ pub enum CallKind {
         /// Bytes received.
         bytes: u64,
     },
+    /// Its part of an all-gather: every rank contributes `bytes` and receives every rank's
+    /// part, in rank order.
+    AllGather {
+        /// Bytes each rank contributes.
+        bytes: u64,
+        /// Element type.
+        dtype: ElemType,
+    },
+    /// Its part of a reduce-scatter: every rank contributes `bytes` × ranks and receives the
+    /// reduction of its own `bytes`-long part.
+    ReduceScatter {
+        /// Bytes each rank receives.
+        bytes: u64,
+        /// Element type.
+        dtype: ElemType,
+        /// Reduction.
+        op: ReduceOperation,
+    },
+    /// Its part of a broadcast of `bytes` from rank `root` to every rank.
+    Broadcast {
+        /// Bytes broadcast.
+        bytes: u64,
+        /// Element type.
+        dtype: ElemType,
+        /// The rank whose data every rank receives.
+        root: usize,
+    },
+}
+
+impl CallKind {
+    /// Whether every rank of the group takes part (all-reduce, all-gather, reduce-scatter,
+    /// broadcast), as opposed to a pair (send and recv).
+    pub fn is_group_wide(&self) -> bool {
+        !matches!(self, Self::Send { .. } | Self::Recv { .. })
+    }
 }
 
 /// Identifies a call within its group.
@@ -273,11 +310,11 @@ impl<P> LocalGroup<P> {
         for rank in (0..self.ranks()).filter(|r| self.local[*r]) {
             match head(rank) {
                 None => {}
-                Some(CallKind::AllReduce { .. }) => {
+                Some(kind) if kind.is_group_wide() => {
                     let locals: Vec<usize> = (0..self.ranks()).filter(|r| self.local[*r]).collect();
                     if locals
                         .iter()
-                        .all(|r| matches!(head(*r), Some(CallKind::AllReduce { .. })))
+                        .all(|r| head(*r).is_some_and(|kind| kind.is_group_wide()))
                     {
                         return Some(locals);
                     }
@@ -299,6 +336,7 @@ impl<P> LocalGroup<P> {
                         return Some(vec![rank.min(peer), rank.max(peer)]);
                     }
                 }
+                Some(_) => {}
             }
         }
         None
@@ -475,9 +513,10 @@ impl<P> LocalGroup<P> {
 fn mismatch<P>(calls: &[Call<P>]) -> Option<ServerError> {
     let first = calls.first()?;
     match first.kind {
-        CallKind::AllReduce { .. } => calls.iter().find(|c| c.kind != first.kind).map(|other| {
+        kind if kind.is_group_wide() => calls.iter().find(|c| c.kind != first.kind).map(|other| {
             ServerError::generic(format!(
-                "all_reduce calls don't match: rank {} asked for {:?}, rank {} for {:?}",
+                "collective calls don't match: rank {} asked for {:?}, rank {} for {:?} \
+                     (every device makes the same collective calls in the same order)",
                 first.rank, first.kind, other.rank, other.kind
             ))
         }),
@@ -493,6 +532,7 @@ fn mismatch<P>(calls: &[Call<P>]) -> Option<ServerError> {
                 _ => None,
             })
         }
+        _ => None,
     }
 }
 

@@ -213,3 +213,68 @@ fn wait_taking_keeps_a_call_queued_on_timeout_and_takes_it_once_a_peer_arrives()
     assert_eq!(group.take(other).unwrap().payload, 3);
     assert_eq!(adder.abandoned, 0);
 }
+
+#[test]
+fn group_wide_calls_of_every_kind_run_once_every_rank_made_the_same_one() {
+    let group = LocalGroup::new(vec![true; 3]);
+    let mut adder = Adder::default();
+    let kinds = [
+        CallKind::AllGather {
+            bytes: 8,
+            dtype: ElemType::I64,
+        },
+        CallKind::ReduceScatter {
+            bytes: 8,
+            dtype: ElemType::I64,
+            op: ReduceOperation::Mean,
+        },
+        CallKind::Broadcast {
+            bytes: 8,
+            dtype: ElemType::I64,
+            root: 2,
+        },
+    ];
+    for (round, kind) in kinds.into_iter().enumerate() {
+        assert!(kind.is_group_wide());
+        for rank in 0..3 {
+            assert_eq!(
+                adder.launched, round,
+                "{kind:?} ran before rank {rank} called"
+            );
+            group
+                .arrive(rank, rank, kind, 1, false, &mut adder)
+                .unwrap();
+        }
+        assert_eq!(adder.launched, round + 1, "{kind:?} didn't run");
+    }
+    assert!(!CallKind::Send { peer: 1, bytes: 8 }.is_group_wide());
+}
+
+#[test]
+fn group_wide_calls_of_different_kinds_or_roots_are_abandoned() {
+    let group = LocalGroup::new(vec![true; 2]);
+    let mut adder = Adder::default();
+    let broadcast = |root| CallKind::Broadcast {
+        bytes: 8,
+        dtype: ElemType::I64,
+        root,
+    };
+    let gather = CallKind::AllGather {
+        bytes: 8,
+        dtype: ElemType::I64,
+    };
+    let pairs = [
+        (broadcast(0), broadcast(1)),
+        (gather, SUM),
+        (gather, broadcast(0)),
+    ];
+    for (first, second) in pairs {
+        let a = group.arrive(0, 0, first, 1, true, &mut adder).unwrap();
+        let b = group.arrive(1, 1, second, 1, true, &mut adder).unwrap();
+        for ticket in [a, b] {
+            let error = group.take(ticket).unwrap().result.unwrap_err();
+            assert!(error.to_string().contains("don't match"), "{error}");
+        }
+    }
+    assert_eq!((adder.launched, adder.abandoned), (0, 6));
+}

@@ -20,7 +20,7 @@ mod stream_errors;
 
 pub use communication::{
     COLLECTIVE_TYPES, CommunicationId, DeviceSet, ReduceOperation, ServerCommunication,
-    check_collective_type,
+    check_collective_type, check_in_place_or_disjoint,
 };
 pub use stream_errors::StreamErrors;
 
@@ -40,7 +40,7 @@ use crate::profile::{ProfileDuration, ProfilingToken};
 use crate::properties::DeviceProperties;
 use crate::storage::{ComputeStorage, ManagedResource};
 use crate::stream::StreamId;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, RwLock};
 
@@ -293,7 +293,7 @@ pub struct ServerUtilities<S: ComputeServer> {
     /// Bounds checking of `launch_unchecked`.
     pub check_mode: BoundsCheckMode,
     /// Communicators already initialized.
-    pub initialized_comms: RwLock<HashSet<CommunicationId>>,
+    pub initialized_comms: RwLock<HashMap<CommunicationId, usize>>,
     /// Pinned staging, where the backend has it.
     pub staging: Option<Arc<dyn StagingProvider>>,
     /// Language kernels built for this device, by specialization and cube dim.
@@ -325,7 +325,7 @@ impl<S: ComputeServer> ServerUtilities<S> {
             )),
             layout_policy,
             check_mode: config.compilation.bounds_check,
-            initialized_comms: RwLock::new(HashSet::new()),
+            initialized_comms: RwLock::new(HashMap::new()),
             staging: None,
             language_kernels: Default::default(),
             memory_cap: std::sync::Mutex::new(None),
