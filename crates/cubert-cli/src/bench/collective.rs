@@ -1,5 +1,5 @@
 //! `cubert bench collective`: all-reduce bus bandwidth and peer-copy bandwidth across
-//! devices, every result checked.
+//! devices, every result checked (all-gather, reduce-scatter and broadcast: `gather_scatter`).
 //!
 //! **All-reduce** (in place, f32, sum, over every device): for sizes 1 MiB to 4 GiB doubling
 //! (CUDA; `--quick` stops at 256 MiB) or 1 MiB to 64 MiB by ×4 (the CPU's virtual devices;
@@ -22,6 +22,7 @@
 //! (GB/s). On CUDA also the pinned host round trip (`[cuda] peer_copy = false`), wall time:
 //! `cubert_peer_copy_via_host_<size>`. Each copy is checked at the start, middle and end.
 
+use super::gather_scatter;
 use super::recorder::Recorder;
 use super::report::{BenchReport, Figures, SeriesMap, iso8601};
 use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
@@ -45,7 +46,7 @@ const WINDOW: usize = 64 * KIB;
 const SEED: u64 = 0xa11_5ed;
 
 /// `base` at element `index`: an integer in [-8, 8].
-fn base(index: usize) -> f32 {
+pub(super) fn base(index: usize) -> f32 {
     ((mix(SEED, (index % BLOCK) as u64) % 17) as i64 - 8) as f32
 }
 
@@ -147,7 +148,7 @@ fn sizes(gpu: bool, quick: bool) -> Vec<usize> {
 }
 
 /// Operations per timed trial, and trials, for `size`.
-fn repetitions(size: usize, quick: bool) -> (usize, usize) {
+pub(super) fn repetitions(size: usize, quick: bool) -> (usize, usize) {
     match (size <= 16 * MIB, size <= 256 * MIB, quick) {
         (true, _, false) => (30, 20),
         (true, _, true) => (30, 5),
@@ -176,9 +177,16 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
         R::name(),
         clients.len()
     );
-    let mut recorder = Recorder::new(sizes.len() as u64 + 3);
+    let other_sizes = gather_scatter::sizes(gpu, quick);
+    let mut recorder =
+        Recorder::new(sizes.len() as u64 + 3 + gather_scatter::figure_count(&other_sizes));
     if let Err(error) = all_reduce(&clients, &sizes, quick, &mut recorder) {
         recorder.fail(&format!("all_reduce stopped: {error:#}"));
+    }
+    if let Err(error) = gather_scatter::run(&clients, &other_sizes, quick, &mut recorder) {
+        recorder.fail(&format!(
+            "all_gather, reduce_scatter, broadcast stopped: {error:#}"
+        ));
     }
     let copies = [(&clients[0], &clients[1], "cubert_peer_copy", true)]
         .into_iter()
@@ -228,7 +236,11 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
 }
 
 /// Rank `rank`'s input of `bytes`, built on the device from one uploaded block.
-fn input<R: Runtime>(client: &ComputeClient<R>, rank: usize, bytes: usize) -> CliResult<Handle> {
+pub(super) fn input<R: Runtime>(
+    client: &ComputeClient<R>,
+    rank: usize,
+    bytes: usize,
+) -> CliResult<Handle> {
     let block_elems = (bytes / 4).min(BLOCK);
     let values: Vec<f32> = (0..block_elems)
         .map(|i| base(i) * (rank as f32 + 1.0) + rank as f32)
@@ -257,7 +269,7 @@ fn windows(bytes: usize) -> Vec<(usize, usize)> {
 }
 
 /// Compares the windows of `handle` with `expected(element index)`.
-fn check<R: Runtime>(
+pub(super) fn check<R: Runtime>(
     client: &ComputeClient<R>,
     handle: &Handle,
     bytes: usize,

@@ -30,6 +30,7 @@ mod bytes_check;
 pub mod collective;
 mod compare;
 mod copy;
+mod gather_scatter;
 mod graph;
 mod launch;
 mod peers;
