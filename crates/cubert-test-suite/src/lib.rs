@@ -501,7 +501,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 30] = [
+    const SOURCES: [(&str, &str); 31] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -509,6 +509,7 @@ mod tests {
         ("create_read", include_str!("create_read.rs")),
         ("device_handle", include_str!("device_handle.rs")),
         ("errors", include_str!("errors.rs")),
+        ("gather_scatter", include_str!("gather_scatter.rs")),
         ("language", include_str!("language.rs")),
         ("language", include_str!("language/arithmetic.rs")),
         ("language", include_str!("language/arrays.rs")),

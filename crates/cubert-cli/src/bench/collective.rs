@@ -8,9 +8,12 @@
 //! - rank `r`'s input is `base * (r + 1) + r` with integer `base` in `[-8, 8]` (exact in
 //!   f32), so the sum is `base * n(n+1)/2 + n(n-1)/2`; one all-reduce from fresh inputs is
 //!   checked at the start, middle and end of every size against that;
-//! - then trials of K back-to-back all-reduces (K = 30 up to 16 MiB, 20 up to 256 MiB, 10
-//!   above) are timed on device 0's stream (device events on CUDA, the host clock on the
-//!   CPU); the time per operation is the median over trials;
+//! - then each trial times K and 2K back-to-back all-reduces (K = 30 up to 16 MiB, 20 up to
+//!   256 MiB, 10 above), host wall time from the first call until every device is synced;
+//!   the time per operation is the median over trials of `(T(2K) − T(K)) / K`
+//!   ([`steady_time_per_op`]), which cancels the once-per-run costs (waking the runner
+//!   threads, the first launch, the final syncs) that torch's device-event timing never
+//!   sees;
 //! - `algbw = bytes / time`, `busbw = algbw × 2(n−1)/n` (GB = 1e9 bytes, as nccl-tests).
 //!
 //! Figures: `cubert_allreduce_busbw_<size>` (GB/s) and `cubert_allreduce_time_<size>` (µs)
@@ -235,6 +238,44 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
     Ok(failures.len())
 }
 
+/// Waits for every device's collectives and work.
+///
+/// # Errors
+/// A device's error.
+pub(super) fn sync_every<R: Runtime>(clients: &[ComputeClient<R>]) -> CliResult<()> {
+    for client in clients {
+        client.sync_collective()?;
+        client.sync()?;
+    }
+    Ok(())
+}
+
+/// The steady-state time of one operation: `timed(n)` runs `n` back-to-back operations on
+/// every device and returns the host wall time from the first call until every device is
+/// synced; this is the median over `trials` of `(timed(2k) − timed(k)) / k`, after one
+/// warm-up of each. The difference cancels what a run pays once (waking the runner threads,
+/// the first launch, the final syncs), which device-event timing (torch's anchors, nccl-tests)
+/// never sees, and keeps what every operation costs, host work included where the device
+/// waits for it.
+///
+/// # Errors
+/// `timed`'s error.
+pub(super) fn steady_time_per_op(
+    k: usize,
+    trials: usize,
+    mut timed: impl FnMut(usize) -> CliResult<f64>,
+) -> CliResult<f64> {
+    let mut per_op = Vec::with_capacity(trials);
+    for trial in 0..=trials {
+        let once = timed(k)?;
+        let twice = timed(2 * k)?;
+        if trial > 0 {
+            per_op.push((twice - once) / k as f64);
+        }
+    }
+    Ok(median(&per_op))
+}
+
 /// Rank `rank`'s input of `bytes`, built on the device from one uploaded block.
 pub(super) fn input<R: Runtime>(
     client: &ComputeClient<R>,
@@ -316,8 +357,9 @@ fn all_reduce<R: Runtime>(
         "cubert_allreduce_busbw_sweep",
         "GB/s",
         &format!(
-            "in-place f32 sum over {n} devices, busbw = algbw x 2(n-1)/n, median per-op time \
-             of K back-to-back ops (host wall time until every device is synced)"
+            "in-place f32 sum over {n} devices, busbw = algbw x 2(n-1)/n, steady-state time \
+             per op: median of (T(2K) - T(K)) / K, T = host wall time of back-to-back ops \
+             until every device is synced"
         ),
     );
     let reset = |size: usize| -> CliResult<()> {
@@ -363,31 +405,15 @@ fn all_reduce<R: Runtime>(
             );
             continue;
         }
-        // Timing: warm-up, then trials of K back-to-back operations.
+        // Timing: steady-state time per operation from K and 2K back-to-back operations.
         let (k, trials) = repetitions(size, quick);
-        let mut per_op = Vec::with_capacity(trials);
-        for trial in 0..=trials {
+        let time = steady_time_per_op(k, trials, |count| {
             reset(size)?;
-            // Host wall time from the first call to every device synced: stricter than a
-            // device-side clock (it includes the host's launch work and the final sync), and
-            // every device's calls come from its own runner thread, as in an application
-            // (timing on a device's profiler would run that device's calls on this thread).
             let start = Instant::now();
-            (0..k).try_for_each(|_| reduce_all(size))?;
-            for client in clients {
-                client.sync_collective()?;
-                client.sync()?;
-            }
-            let seconds = start.elapsed().as_secs_f64();
-            for client in clients {
-                client.sync_collective()?;
-                client.sync()?;
-            }
-            if trial > 0 {
-                per_op.push(seconds / k as f64);
-            }
-        }
-        let time = median(&per_op);
+            (0..count).try_for_each(|_| reduce_all(size))?;
+            sync_every(clients)?;
+            Ok(start.elapsed().as_secs_f64())
+        })?;
         let busbw = gb_per_s(size, time) * factor;
         recorder.point("cubert_allreduce_busbw_sweep", size, busbw);
         if [MIB, 64 * MIB, GIB, 4 * GIB].contains(&size) {

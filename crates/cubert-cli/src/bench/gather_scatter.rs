@@ -10,17 +10,18 @@
 //!   result: the all-gather's part `r` is rank `r`'s input, the reduce-scatter's part of
 //!   rank `r` is the sum over ranks of elements `r × part ..`, the broadcast (from device
 //!   0) leaves `base(i)` everywhere.
-//! - Timing as the all-reduce's: trials of K back-to-back operations, host wall time from
-//!   the first call until every device is synced, median per operation.
+//! - Timing as the all-reduce's: the steady-state time per operation, the median over
+//!   trials of `(T(2K) − T(K)) / K` with `T` the host wall time of back-to-back operations
+//!   until every device is synced.
 //! - `algbw = size / time`; `busbw = algbw × (n − 1)/n` for the all-gather and the
 //!   reduce-scatter, `busbw = algbw` for the broadcast (nccl-tests' definitions).
 //!
 //! Figures: `cubert_<allgather|reducescatter|broadcast>_busbw_<size>` (GB/s) and
 //! `..._time_<size>` (µs).
 
-use super::collective::{base, check, input, repetitions};
+use super::collective::{base, check, input, repetitions, steady_time_per_op, sync_every};
 use super::recorder::Recorder;
-use super::timing::{gb_per_s, median};
+use super::timing::gb_per_s;
 use super::units::{GIB, MIB, size_label};
 use crate::error::CliResult;
 use cubert::server::ReduceOperation;
@@ -175,24 +176,17 @@ fn measure<R: Runtime>(
             return Ok(());
         }
     }
-    // Timing: a warm-up trial, then trials of K back-to-back operations.
+    // Timing: steady-state time per operation from K and 2K back-to-back operations.
     let (k, trials) = repetitions(size, quick);
-    let mut per_op = Vec::with_capacity(trials);
-    for trial in 0..=trials {
+    let time = steady_time_per_op(k, trials, |count| {
         for client in clients {
             client.sync()?;
         }
         let start = Instant::now();
-        (0..k).try_for_each(|_| call_all())?;
-        for client in clients {
-            client.sync_collective()?;
-            client.sync()?;
-        }
-        if trial > 0 {
-            per_op.push(start.elapsed().as_secs_f64() / k as f64);
-        }
-    }
-    let time = median(&per_op);
+        (0..count).try_for_each(|_| call_all())?;
+        sync_every(clients)?;
+        Ok(start.elapsed().as_secs_f64())
+    })?;
     let busbw = gb_per_s(size, time) * collective.bus_factor(n);
     let note = format!("{n} devices, f32, K = {k}, {trials} trials");
     recorder.emit(&name, busbw, "GB/s", &note);
