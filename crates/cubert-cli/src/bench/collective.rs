@@ -21,14 +21,14 @@
 //! `cubert_allreduce_busbw_sweep` (every size).
 //!
 //! **Peer copy**: `to_client` of 1 GiB (CUDA; 256 MiB quick; 64 MiB on the CPU) from device
-//! 0 to device 1, timed on device 1's stream, where the copy runs: `cubert_peer_copy_<size>`
-//! (GB/s). On CUDA also the pinned host round trip (`[cuda] peer_copy = false`), wall time:
+//! 0 to device 1, steady state like the collectives (K = 5 and 10 back-to-back copies):
+//! `cubert_peer_copy_<size>` (GB/s). On CUDA also the pinned host round trip (`[cuda] peer_copy = false`), wall time:
 //! `cubert_peer_copy_via_host_<size>`. Each copy is checked at the start, middle and end.
 
 use super::gather_scatter;
 use super::recorder::Recorder;
 use super::report::{BenchReport, Figures, SeriesMap, iso8601};
-use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::timing::{gb_per_s, median};
 use super::units::{GIB, KIB, MIB, size_label};
 use crate::backend::Backend;
 use crate::error::{CliResult, EXIT_FAILURE};
@@ -47,6 +47,8 @@ const BLOCK: usize = 16 * MIB;
 /// Bytes checked at each of the start, middle and end of a result.
 const WINDOW: usize = 64 * KIB;
 const SEED: u64 = 0xa11_5ed;
+/// Back-to-back peer copies in the shorter run of a steady-state trial.
+const PEER_COPIES: usize = 5;
 
 /// `base` at element `index`: an integer in [-8, 8].
 pub(super) fn base(index: usize) -> f32 {
@@ -198,14 +200,14 @@ fn bench<R: Runtime>(devices: Devices<R>, args: &CollectiveArgs) -> CliResult<us
                 .iter()
                 .map(|(a, b)| (a, b, "cubert_peer_copy_via_host", false)),
         );
-    for (from, to, name, device_timed) in copies {
+    for (from, to, name, wants_direct) in copies {
         let name = format!("{name}_{}", size_label(copy_size));
         if let Err(error) = peer_copy(
             from,
             to,
             copy_size,
             &name,
-            device_timed,
+            wants_direct,
             quick,
             &mut recorder,
         ) {
@@ -441,13 +443,13 @@ fn peer_copy<R: Runtime>(
     to: &ComputeClient<R>,
     size: usize,
     name: &str,
-    device_timed: bool,
+    wants_direct: bool,
     quick: bool,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
     recorder.start(name);
     let direct = from.peer_copy_supported(to);
-    if device_timed && !direct {
+    if wants_direct && !direct {
         recorder.not_measured(&[name], "the devices can't copy directly");
         return Ok(());
     }
@@ -460,27 +462,40 @@ fn peer_copy<R: Runtime>(
     }
     drop(copy);
     let trials = if quick { 3 } else { 10 };
+    if direct && wants_direct {
+        // Steady state, as the collectives: K and 2K back-to-back copies (each into a new
+        // handle, dropped at once: the memory is reused in stream order).
+        let time = steady_time_per_op(PEER_COPIES, trials, |count| {
+            to.sync()?;
+            let start = Instant::now();
+            for _ in 0..count {
+                drop(from.to_client(source.clone(), to, ElemType::F32)?);
+            }
+            to.sync()?;
+            Ok(start.elapsed().as_secs_f64())
+        })?;
+        recorder.emit(
+            name,
+            gb_per_s(size, time),
+            "GB/s",
+            &format!(
+                "direct copy, device 0 to 1, steady state: median of (T(2K) - T(K)) / K, \
+                 K = {PEER_COPIES}, {trials} trials"
+            ),
+        );
+        return Ok(());
+    }
     let mut seconds = Vec::with_capacity(trials);
     for _ in 0..trials {
         to.sync()?;
-        let time = if device_timed && to.properties().timing_method == TimingMethod::Device {
-            profiled_seconds(to, name, || {
-                from.to_client(source.clone(), to, ElemType::F32).map(drop)
-            })?
-        } else {
-            let start = Instant::now();
-            let copy = from.to_client(source.clone(), to, ElemType::F32)?;
-            to.sync()?;
-            drop(copy);
-            start.elapsed().as_secs_f64()
-        };
-        seconds.push(time);
+        let start = Instant::now();
+        let copy = from.to_client(source.clone(), to, ElemType::F32)?;
+        to.sync()?;
+        drop(copy);
+        seconds.push(start.elapsed().as_secs_f64());
     }
     to.sync()?;
-    let how = match (direct, device_timed) {
-        (true, true) => format!("direct copy, device 0 to 1, {}", profile_clock(to)),
-        _ => "through pinned host memory, device 0 to 1, wall time incl. sync".to_string(),
-    };
+    let how = "through pinned host memory, device 0 to 1, wall time incl. sync";
     recorder.emit(
         name,
         gb_per_s(size, median(&seconds)),
