@@ -29,7 +29,9 @@ use std::process::Command;
 type Client = ComputeClient<CudaRuntime>;
 
 const MIB: usize = 1 << 20;
-const WORKER: &str = "CUBERT_TEST_MULTI_GPU_WORKER";
+/// Marks a child run as a rank. Not `CUBERT_`-prefixed: `cubert launch` reads those as
+/// configuration keys and would warn about an unknown section.
+const WORKER: &str = "TEST_CUBERT_MULTI_GPU_WORKER";
 
 /// The GPUs, or `None` (with a note) when there are fewer than 2 or NCCL's multicast is
 /// not switched off.
