@@ -6,7 +6,7 @@ use crate::error::CliResult;
 use cubert::config::{DeviceHandleMode, global_config, load_config};
 use cubert::memory::format_bytes;
 use cubert::properties::{DeviceProperties, TimingMethod};
-use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime};
+use cubert::{ComputeClient, CpuDevice, CpuRuntime, Runtime, StreamPolicy, StreamPriority};
 use std::process::ExitCode;
 
 /// Prints everything.
@@ -253,6 +253,25 @@ fn print_device<R: Runtime>(client: &ComputeClient<R>) {
             "threaded (asynchronous)"
         }
     );
+    let streams = client.stream_settings();
+    let queues = if R::name() == "cuda" {
+        format!(
+            "up to {} CUDA streams at {} priority",
+            streams.max_streams,
+            match streams.priority {
+                StreamPriority::Normal => "normal",
+                StreamPriority::High => "high",
+            }
+        )
+    } else {
+        "one queue per device".to_string()
+    };
+    let policy = match streams.policy {
+        StreamPolicy::PerThread => "per_thread",
+        StreamPolicy::PerTask => "per_task",
+        StreamPolicy::Single => "single",
+    };
+    outln!("  streams             policy {policy}, {queues}");
     match client.memory_usage() {
         Ok(usage) => outln!("  memory usage        {usage}"),
         Err(error) => outln!("  memory usage        unavailable: {error}"),

@@ -25,6 +25,7 @@ fn test_config(options: &ClientOptions) -> CubertConfig {
         config.cpu.pitch_alignment = pitch;
     }
     config.profiling.level = options.profile_level;
+    options.apply_runtime(&mut config);
     config
 }
 

@@ -183,7 +183,7 @@ impl CudaServer {
             device,
             memory,
             last_use: IdMap::default(),
-            streams: Streams::new(context.clone(), events),
+            streams: Streams::new(context.clone(), events, utilities.streams),
             status: StatusBlocks::new(context.clone()),
             compiler: Compiler::new(context.clone(), arch, disk),
             transfers,
@@ -193,6 +193,31 @@ impl CudaServer {
             utilities: Arc::new(utilities),
             context,
         })
+    }
+
+    /// Number of `CUstream`s this server has created for its streams: at most
+    /// `[runtime] max_streams`, however many stream ids were used.
+    pub fn device_queues(&self) -> usize {
+        self.streams.device_queues()
+    }
+
+    /// The CUDA priority of the `CUstream` behind `stream` (created if needed): the
+    /// device's greatest with `[runtime] stream_priority = "high"`, else the default.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn stream_priority(&mut self, stream: StreamId) -> Result<i32, ServerError> {
+        self.context.bind()?;
+        Ok(self.streams.priority_of(stream)?)
+    }
+
+    /// The CUDA stream priorities of this device: `(least, greatest)`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32), ServerError> {
+        self.context.bind()?;
+        Ok(crate::driver::stream::priority_range()?)
     }
 
     /// Compile-cache counters (NVRTC compiles, disk hits, memory hits).

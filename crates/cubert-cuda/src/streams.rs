@@ -1,8 +1,9 @@
 //! Streams: `StreamId`s mapped to non-blocking `CUstream`s, with the bookkeeping that
 //! orders work across them.
 //!
-//! The first [`MAX_STREAMS`] stream ids each get their own `CUstream`; later ids share
-//! them round-robin (sharing only adds ordering, never removes it). Every operation put on
+//! The first `max_streams` stream ids (`[runtime] max_streams`) each get their own
+//! `CUstream`, created at `[runtime] stream_priority`; later ids share them round-robin
+//! (sharing only adds ordering, never removes it). Every operation put on
 //! a stream bumps its submission counter; events recorded at a counter value tell when the
 //! device has passed it. That answers the memory manager's [`StreamOrdering`] questions: a
 //! block freed at point (stream, n) is reusable by another stream once an event recorded at
@@ -13,14 +14,11 @@
 
 use crate::context::CudaContext;
 use crate::driver::{self, DriverFailure};
-use cubert_runtime::StreamId;
 use cubert_runtime::memory::{StreamOrdering, StreamPoint};
+use cubert_runtime::{StreamId, StreamPriority, StreamSettings};
 use cudarc::driver::sys::{self, CUevent, CUstream};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// Distinct `CUstream`s per server.
-pub const MAX_STREAMS: usize = 16;
 
 /// Events without timing, shared with the completion thread (which returns them).
 #[derive(Default)]
@@ -95,16 +93,52 @@ pub struct Streams {
     raw: Vec<RawStream>,
     ids: HashMap<StreamId, usize>,
     events: Arc<EventPool>,
+    /// The most `CUstream`s to create (at least 1).
+    limit: usize,
+    priority: StreamPriority,
 }
 
 impl Streams {
-    /// No streams yet; they are created on first use.
-    pub fn new(context: Arc<CudaContext>, events: Arc<EventPool>) -> Self {
+    /// No streams yet; up to `settings.max_streams` are created on first use, at
+    /// `settings.priority`.
+    pub fn new(
+        context: Arc<CudaContext>,
+        events: Arc<EventPool>,
+        settings: StreamSettings,
+    ) -> Self {
         Self {
             context,
             raw: Vec::new(),
             ids: HashMap::new(),
             events,
+            limit: (settings.max_streams as usize).max(1),
+            priority: settings.priority,
+        }
+    }
+
+    /// Number of `CUstream`s created so far (at most `max_streams`).
+    pub fn device_queues(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// The priority the `CUstream` of `id` was created with (creating it if needed).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn priority_of(&mut self, id: StreamId) -> Result<i32, DriverFailure> {
+        let raw = self.raw(id)?;
+        // SAFETY: a live stream of this server's context.
+        unsafe { driver::stream::priority(raw) }
+    }
+
+    /// A new `CUstream` at the configured priority (the context is bound).
+    fn create(&self) -> Result<CUstream, DriverFailure> {
+        match self.priority {
+            StreamPriority::Normal => driver::stream::create_non_blocking(),
+            StreamPriority::High => {
+                let (_, greatest) = driver::stream::priority_range()?;
+                driver::stream::create_non_blocking_with_priority(greatest)
+            }
         }
     }
 
@@ -117,9 +151,9 @@ impl Streams {
         if let Some(index) = self.ids.get(&id) {
             return Ok(*index);
         }
-        let index = if self.raw.len() < MAX_STREAMS {
+        let index = if self.raw.len() < self.limit {
             self.context.bind()?;
-            let stream = driver::stream::create_non_blocking()?;
+            let stream = self.create()?;
             self.raw.push(RawStream {
                 stream,
                 seq: 0,
@@ -129,7 +163,7 @@ impl Streams {
             });
             self.raw.len() - 1
         } else {
-            self.ids.len() % MAX_STREAMS
+            self.ids.len() % self.limit
         };
         self.ids.insert(id, index);
         Ok(index)

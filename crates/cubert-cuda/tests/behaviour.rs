@@ -35,6 +35,7 @@ impl TestBackend for Cuda {
             config.cuda.pitch_alignment = pitch;
         }
         config.profiling.level = options.profile_level;
+        options.apply_runtime(&mut config);
         let device = CudaDevice::new(options.device_index);
         let server = CudaServer::with_ordinal(device, options.device_index % gpus, &config)
             .expect("a CUDA server starts");

@@ -738,3 +738,32 @@ mod differential {
         differential::plane_sums_agree_bit_for_bit(&cpu, &cuda);
     }
 }
+
+/// `[runtime] max_streams` bounds the `CUstream`s a server creates however many stream ids
+/// it sees, and `stream_priority` sets their CUDA priority: the default priority (0) for
+/// `normal`, the device's greatest for `high`.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn stream_settings_bound_the_cuda_streams_and_set_their_priority() {
+    use cubert_runtime::StreamPriority;
+    for (priority, max_streams) in [(StreamPriority::Normal, 3), (StreamPriority::High, 2)] {
+        let mut config = CubertConfig::default();
+        config.runtime.max_streams = max_streams;
+        config.runtime.stream_priority = priority;
+        let mut server = CudaServer::new(CudaDevice::new(0), &config).unwrap();
+        let (least, greatest) = server.stream_priority_range().unwrap();
+        assert!(
+            greatest < least,
+            "this device has no stream priorities: {least}..{greatest}"
+        );
+        let want = match priority {
+            StreamPriority::Normal => 0,
+            StreamPriority::High => greatest,
+        };
+        for k in 0..10 {
+            let got = server.stream_priority(StreamId::new(k)).unwrap();
+            assert_eq!(got, want, "{priority:?}, stream {k}");
+        }
+        assert_eq!(server.device_queues(), max_streams as usize, "{priority:?}");
+    }
+}

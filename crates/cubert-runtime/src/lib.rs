@@ -69,4 +69,4 @@ pub use layout::{MemoryLayout, MemoryLayoutDescriptor, MemoryLayoutStrategy};
 pub use memory::{MemoryAllocationMode, MemoryUsage};
 pub use runtime::Runtime;
 pub use shape::{Shape, Strides};
-pub use stream::StreamId;
+pub use stream::{StreamId, StreamPolicy, StreamPriority, StreamSettings};

@@ -1,7 +1,8 @@
 //! What a backend provides to run the suite: fresh, standalone clients and a few hooks to
 //! build kernels the suite can't build generically.
 
-use cubert_runtime::config::{DeviceHandleMode, ProfileLevel};
+use cubert_runtime::StreamSettings;
+use cubert_runtime::config::{CubertConfig, DeviceHandleMode, ProfileLevel};
 use cubert_runtime::server::ComputeServer;
 use cubert_runtime::storage::ComputeStorage;
 use cubert_runtime::{ComputeClient, CubeDim, Runtime};
@@ -31,6 +32,8 @@ pub struct ClientOptions {
     pub pitch_alignment: Option<u64>,
     /// What profiling records.
     pub profile_level: ProfileLevel,
+    /// The `[runtime]` stream keys (policy, most device queues, priority).
+    pub streams: StreamSettings,
 }
 
 impl Default for ClientOptions {
@@ -41,6 +44,7 @@ impl Default for ClientOptions {
             memory_limit: None,
             pitch_alignment: None,
             profile_level: ProfileLevel::Disabled,
+            streams: StreamSettings::of(&CubertConfig::default()),
         }
     }
 }
@@ -79,6 +83,20 @@ impl ClientOptions {
     pub fn with_profile_level(mut self, level: ProfileLevel) -> Self {
         self.profile_level = level;
         self
+    }
+
+    /// With the `[runtime]` stream keys of `streams`.
+    pub fn with_streams(mut self, streams: StreamSettings) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Sets the `[runtime]` keys these options choose in `config` (every backend's
+    /// `fresh_client` calls it).
+    pub fn apply_runtime(&self, config: &mut CubertConfig) {
+        config.runtime.stream_policy = self.streams.policy;
+        config.runtime.max_streams = self.streams.max_streams;
+        config.runtime.stream_priority = self.streams.priority;
     }
 }
 

@@ -69,6 +69,7 @@ pub mod profiling;
 pub mod properties;
 pub mod read_into;
 pub mod staging;
+pub mod streams;
 pub mod tensors;
 pub mod tune;
 pub mod write;
@@ -311,6 +312,13 @@ macro_rules! __for_each_suite_test {
                 collectives_of_different_kinds_fail_on_every_device_threaded,
                 collectives_of_different_kinds_fail_on_every_device_inline,
             }
+            streams {
+                per_thread_policy_gives_each_thread_its_own_stream,
+                per_task_policy_gives_each_clone_its_own_stream,
+                single_policy_puts_every_client_on_one_stream,
+                more_streams_than_device_queues_keep_every_stream_in_order,
+                high_priority_streams_run_every_stream_in_order,
+            }
             staging {
                 reserve_staging_returns_usable_buffers_of_the_requested_sizes,
                 huge_staging_request_is_an_out_of_memory_error,
@@ -501,7 +509,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 31] = [
+    const SOURCES: [(&str, &str); 32] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -530,6 +538,7 @@ mod tests {
         ("properties", include_str!("properties.rs")),
         ("read_into", include_str!("read_into.rs")),
         ("staging", include_str!("staging.rs")),
+        ("streams", include_str!("streams.rs")),
         ("tensors", include_str!("tensors.rs")),
         ("tune", include_str!("tune.rs")),
         ("write", include_str!("write.rs")),

@@ -27,6 +27,7 @@ impl TestBackend for Wgpu {
         }
         let mut config = CubertConfig::default();
         config.profiling.level = options.profile_level;
+        options.apply_runtime(&mut config);
         let server = WgpuServer::with_options(
             WgpuDevice::new(options.device_index),
             &config,

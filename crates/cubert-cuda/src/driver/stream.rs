@@ -15,6 +15,52 @@ pub fn create_non_blocking() -> Result<CUstream, DriverFailure> {
     cudarc::driver::result::stream::create(StreamKind::NonBlocking).during("cuStreamCreate")
 }
 
+/// A non-blocking stream of the current context at `priority` (`cuStreamCreateWithPriority`;
+/// lower numbers run first, within [`priority_range`]).
+///
+/// # Errors
+/// The driver's error (no current context).
+pub fn create_non_blocking_with_priority(priority: i32) -> Result<CUstream, DriverFailure> {
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: `stream` is a valid out-pointer; the flag is a valid stream flag.
+    unsafe {
+        sys::cuStreamCreateWithPriority(
+            &mut stream,
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+            priority,
+        )
+    }
+    .during("cuStreamCreateWithPriority")?;
+    Ok(stream)
+}
+
+/// The current context's stream priorities: `(least, greatest)`, the greatest being the
+/// smaller number (`cuCtxGetStreamPriorityRange`; `(0, -5)` on Hopper).
+///
+/// # Errors
+/// The driver's error (no current context).
+pub fn priority_range() -> Result<(i32, i32), DriverFailure> {
+    let (mut least, mut greatest) = (0, 0);
+    // SAFETY: both are valid out-pointers.
+    unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+        .during("cuCtxGetStreamPriorityRange")?;
+    Ok((least, greatest))
+}
+
+/// The priority `stream` was created with (`cuStreamGetPriority`).
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// `stream` is a live stream.
+pub unsafe fn priority(stream: CUstream) -> Result<i32, DriverFailure> {
+    let mut priority = 0;
+    // SAFETY: the caller vouches for the stream; `priority` is a valid out-pointer.
+    unsafe { sys::cuStreamGetPriority(stream, &mut priority) }.during("cuStreamGetPriority")?;
+    Ok(priority)
+}
+
 /// Waits on the host until everything queued on `stream` is done (`cuStreamSynchronize`).
 ///
 /// # Errors

@@ -38,7 +38,7 @@ use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
 use crate::properties::{DeviceProperties, Features};
 use crate::runtime::Runtime;
 use crate::server::{ComputeServer, ServerUtilities};
-use crate::stream::StreamId;
+use crate::stream::{StreamId, StreamPolicy, StreamSettings};
 use std::sync::Arc;
 
 pub(crate) use copy::overlap_partly;
@@ -66,15 +66,27 @@ pub use lazy_read::LazyRead;
 pub struct ComputeClient<R: Runtime> {
     device: DeviceHandle<R::Server>,
     utilities: Arc<ServerUtilities<R::Server>>,
+    /// The stream of this client value, or `None` for the calling thread's.
     stream_id: Option<StreamId>,
+    /// Whether `stream_id` was set by hand (`set_stream`), which clones keep.
+    pinned: bool,
 }
 
+/// A clone shares the device and its server. Its stream follows the stream policy
+/// (`[runtime] stream_policy`): under `per_task` a clone gets a new stream (unless this
+/// client was pinned with `set_stream`), otherwise it works where this client does.
 impl<R: Runtime> Clone for ComputeClient<R> {
     fn clone(&self) -> Self {
+        let stream_id = if self.pinned {
+            self.stream_id
+        } else {
+            Self::policy_stream(self.utilities.streams.policy)
+        };
         Self {
             device: self.device.clone(),
             utilities: self.utilities.clone(),
-            stream_id: self.stream_id,
+            stream_id,
+            pinned: self.pinned,
         }
     }
 }
@@ -93,10 +105,27 @@ impl<R: Runtime> ComputeClient<R> {
     fn from_handle(device: DeviceHandle<R::Server>) -> Self {
         let utilities = device.utilities();
         Self {
+            stream_id: Self::policy_stream(utilities.streams.policy),
             device,
             utilities,
-            stream_id: None,
+            pinned: false,
         }
+    }
+
+    /// The stream a new client value gets under `policy` (`None`: the calling thread's).
+    fn policy_stream(policy: StreamPolicy) -> Option<StreamId> {
+        match policy {
+            StreamPolicy::PerThread => None,
+            StreamPolicy::PerTask => Some(StreamId::fresh()),
+            StreamPolicy::Single => Some(StreamId::SINGLE),
+        }
+    }
+
+    /// How this device's streams are set up: the policy clients follow, and the most device
+    /// queues and their priority (`[runtime]` of the configuration the server was made
+    /// with).
+    pub fn stream_settings(&self) -> StreamSettings {
+        self.utilities.streams
     }
 
     /// Registers `server` as the server of `device` and returns its client.
@@ -147,15 +176,17 @@ impl<R: Runtime> ComputeClient<R> {
     }
 
     /// The stream this client works on: the one set with [`Self::set_stream`], else the
-    /// calling thread's.
+    /// one the stream policy gives (the calling thread's by default; see
+    /// [`StreamPolicy`]).
     pub fn stream_id(&self) -> StreamId {
         self.stream_id.unwrap_or_else(StreamId::current)
     }
 
-    /// Pins this client to `stream`. Handles used across streams are ordered by the server,
-    /// so this is safe.
+    /// Pins this client (and its clones) to `stream`, whatever the stream policy. Handles
+    /// used across streams are ordered by the server, so this is safe.
     pub fn set_stream(&mut self, stream: StreamId) {
         self.stream_id = Some(stream);
+        self.pinned = true;
     }
 
     /// A clone of this client pinned to `stream`.

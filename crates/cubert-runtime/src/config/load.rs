@@ -218,7 +218,7 @@ pub fn report_warnings(warnings: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DeviceHandleMode, ProfileLevel};
+    use crate::config::{DeviceHandleMode, ProfileLevel, RuntimeConfig};
 
     fn write(dir: &Path, text: &str) {
         std::fs::write(dir.join(CONFIG_FILE_NAME), text).unwrap();
@@ -298,6 +298,61 @@ mod tests {
         assert_eq!(loaded.config.memory.small_segment, 4 << 20);
         assert_eq!(loaded.config.runtime.backend, "cuda");
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn stream_keys_take_their_choices_and_range_and_warn_otherwise() {
+        use crate::stream::{StreamPolicy, StreamPriority};
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            root.path().join(CONFIG_FILE_NAME),
+            "[runtime]\nstream_policy = \"per_task\"\nmax_streams = 64\n",
+        )
+        .unwrap();
+        let env = vec![(
+            "CUBERT_RUNTIME_STREAM_PRIORITY".to_string(),
+            "high".to_string(),
+        )];
+        let loaded = load_config_from(root.path(), env);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let runtime = &loaded.config.runtime;
+        assert_eq!(runtime.stream_policy, StreamPolicy::PerTask);
+        assert_eq!(runtime.max_streams, 64);
+        assert_eq!(runtime.stream_priority, StreamPriority::High);
+        for (key, value) in [
+            ("CUBERT_RUNTIME_STREAM_POLICY", "per_core"),
+            ("CUBERT_RUNTIME_MAX_STREAMS", "0"),
+            ("CUBERT_RUNTIME_MAX_STREAMS", "65"),
+            ("CUBERT_RUNTIME_STREAM_PRIORITY", "urgent"),
+        ] {
+            let empty = tempfile::tempdir().unwrap();
+            let loaded = load_config_from(empty.path(), vec![(key.to_string(), value.to_string())]);
+            assert_eq!(
+                loaded.warnings.len(),
+                1,
+                "{key}={value}: {:?}",
+                loaded.warnings
+            );
+            assert!(loaded.warnings[0].contains(key), "{:?}", loaded.warnings);
+            assert_eq!(
+                loaded.config.runtime,
+                RuntimeConfig::default(),
+                "{key}={value}"
+            );
+        }
+        let empty = tempfile::tempdir().unwrap();
+        let loaded = load_config_from(
+            empty.path(),
+            vec![(
+                "CUBERT_RUNTIME_STREAM_POLICY".to_string(),
+                "per_core".to_string(),
+            )],
+        );
+        assert!(
+            loaded.warnings[0].contains("per_thread") && loaded.warnings[0].contains("single"),
+            "the warning lists the policies: {:?}",
+            loaded.warnings
+        );
     }
 
     #[test]

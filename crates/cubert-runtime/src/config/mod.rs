@@ -17,6 +17,9 @@
 //! [runtime]
 //! device_handle = "threaded"   # or "inline"
 //! backend = "cpu"              # default backend of the CLI and `cubert::default_client`
+//! stream_policy = "per_thread" # per_thread | per_task (one per client clone) | single
+//! max_streams = 16             # device queues per server (CUDA streams), 1 to 64
+//! stream_priority = "normal"   # normal | high (CUDA's greatest stream priority)
 //!
 //! [memory]
 //! rounding = 512
@@ -68,8 +71,8 @@ pub use load::{
 };
 pub use schema::{
     AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
-    CudaConfig, DeviceHandleMode, LogOutput, LoggingConfig, MemoryConfig, ProfileLevel,
-    ProfilingConfig, RuntimeConfig,
+    CudaConfig, DeviceHandleMode, LogOutput, LoggingConfig, MAX_STREAMS, MemoryConfig,
+    ProfileLevel, ProfilingConfig, RuntimeConfig,
 };
 pub(crate) use section::{ApplyKey, Section, settings};
 pub use values::parse_bytes;

@@ -9,6 +9,7 @@
 use super::section::{field_names, settings};
 use super::values::{self, MAX_CPU_THREADS, MAX_MILLISECONDS, MIB};
 use crate::memory::MemoryOptions;
+use crate::stream::{StreamPolicy, StreamPriority};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -36,14 +37,30 @@ settings! {
         /// CPU).
         #[serde(deserialize_with = "values::backend")]
         pub backend: String,
+        /// Which stream a client's work goes on: `per_thread`, `per_task` or `single`.
+        #[serde(deserialize_with = "values::choice")]
+        pub stream_policy: StreamPolicy,
+        /// The most device queues a server creates for its streams, 1 to 64 (later stream
+        /// ids share them round-robin; CUDA creates that many `CUstream`s at most).
+        #[serde(deserialize_with = "values::number::<_, _, 1, { MAX_STREAMS as u64 }>")]
+        pub max_streams: u32,
+        /// The priority of those queues: `normal` or `high`.
+        #[serde(deserialize_with = "values::choice")]
+        pub stream_priority: StreamPriority,
     }
 }
+
+/// The most device queues `[runtime] max_streams` may ask for.
+pub const MAX_STREAMS: u32 = 64;
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
             device_handle: DeviceHandleMode::Threaded,
             backend: "cpu".into(),
+            stream_policy: StreamPolicy::PerThread,
+            max_streams: 16,
+            stream_priority: StreamPriority::Normal,
         }
     }
 }
@@ -479,6 +496,9 @@ mod tests {
         let values: &[(&str, &str, toml::Value)] = &[
             ("runtime", "device_handle", "inline".into()),
             ("runtime", "backend", "cuda".into()),
+            ("runtime", "stream_policy", "single".into()),
+            ("runtime", "max_streams", 4.into()),
+            ("runtime", "stream_priority", "high".into()),
             ("memory", "rounding", 256.into()),
             ("memory", "small_max_request", "512 KiB".into()),
             ("memory", "small_segment", "4 MiB".into()),

@@ -300,13 +300,15 @@ pub struct ServerUtilities<S: ComputeServer> {
     pub language_kernels: crate::kernel::LanguageKernelCache<S::Kernel>,
     /// The memory cap last set through a client (`ComputeClient::set_memory_cap`).
     pub memory_cap: std::sync::Mutex<Option<u64>>,
+    /// How the device's streams are set up (`[runtime]` stream keys).
+    pub streams: crate::stream::StreamSettings,
 }
 
 impl<S: ComputeServer> ServerUtilities<S> {
     /// Utilities for `device_id`. The client policies come from `config`, here and nowhere
     /// else: the profiling logger (`[profiling]`, whose level decides how the client times
-    /// launches) and the bounds checking of `launch_unchecked` (`[compilation]
-    /// bounds_check`). A backend passes its configuration on and wires neither itself.
+    /// launches), the bounds checking of `launch_unchecked` (`[compilation]
+    /// bounds_check`) and the stream settings (`[runtime]`). A backend passes its configuration on and wires neither itself.
     pub fn new(
         device_id: DeviceId,
         properties: DeviceProperties,
@@ -329,6 +331,7 @@ impl<S: ComputeServer> ServerUtilities<S> {
             staging: None,
             language_kernels: Default::default(),
             memory_cap: std::sync::Mutex::new(None),
+            streams: crate::stream::StreamSettings::of(config),
         }
     }
 
