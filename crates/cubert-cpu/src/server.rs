@@ -567,6 +567,18 @@ impl ComputeServer for CpuServer {
         Ok(self.memory.manager().set_cap(cap, &mut HostOrdering)?)
     }
 
+    fn install_memory_pools(
+        &mut self,
+        options: cubert_runtime::memory::MemoryOptions,
+        _stream: StreamId,
+    ) -> Result<(), ServerError> {
+        self.drain_releases();
+        Ok(self
+            .memory
+            .manager()
+            .install_options(options, &mut HostOrdering)?)
+    }
+
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
         self.next_token += 1;
         self.profiles.insert(self.next_token, Instant::now());

@@ -77,6 +77,9 @@ pub struct CudaServer {
     graphs: Graphs,
     /// Collective stream, communicator slots, held calls.
     collectives: CudaCollectives,
+    /// Whether `[memory] growable` may be on here (not on a host of several GPUs with peer
+    /// copies on: mapped pages are granted to their own GPU only).
+    growable_allowed: bool,
     utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
@@ -132,7 +135,8 @@ impl CudaServer {
         // Mapped pages are granted to their own device only, so a peer copy can't read them:
         // with several GPUs and peer copies on, large blocks stay in the block pools.
         let mut memory_options = config.memory.options();
-        memory_options.growable &= crate::device_count() <= 1 || !config.cuda.peer_copy;
+        let growable_allowed = crate::device_count() <= 1 || !config.cuda.peer_copy;
+        memory_options.growable &= growable_allowed;
         // The growable pool is on here only where no other GPU could read its pages (one
         // GPU: peer copies are between servers of this GPU), so it leaves them on.
         let maps_pages = memory_options.paged;
@@ -190,6 +194,7 @@ impl CudaServer {
             profiler: Profiler::new(timing_events),
             graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
+            growable_allowed,
             utilities: Arc::new(utilities),
             context,
         })
@@ -586,6 +591,23 @@ impl ComputeServer for CudaServer {
         // Cached blocks can be given back only once the device is done with them.
         self.settle();
         Ok(self.memory.manager().set_cap(cap, &mut self.streams)?)
+    }
+
+    fn install_memory_pools(
+        &mut self,
+        mut options: cubert_runtime::memory::MemoryOptions,
+        _stream: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        self.drain_releases();
+        // Freed blocks can be given back only once the device is done with them.
+        self.settle();
+        // As when the server started: no growable pool where peer copies could need it.
+        options.growable &= self.growable_allowed;
+        Ok(self
+            .memory
+            .manager()
+            .install_options(options, &mut self.streams)?)
     }
 
     fn start_profile(&mut self, stream: StreamId) -> Result<ProfilingToken, ServerError> {

@@ -61,6 +61,7 @@ pub mod language;
 pub mod launch;
 pub mod leaks;
 pub mod memory;
+pub mod memory_pools;
 pub mod model;
 pub mod multi_device;
 pub mod oom_model;
@@ -312,6 +313,10 @@ macro_rules! __for_each_suite_test {
                 collectives_of_different_kinds_fail_on_every_device_threaded,
                 collectives_of_different_kinds_fail_on_every_device_inline,
             }
+            memory_pools {
+                persistent_memory_modes_place_requests_as_documented,
+                installed_memory_pools_reshape_only_empty_pools,
+            }
             streams {
                 per_thread_policy_gives_each_thread_its_own_stream,
                 per_task_policy_gives_each_clone_its_own_stream,
@@ -509,7 +514,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 32] = [
+    const SOURCES: [(&str, &str); 33] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -530,6 +535,7 @@ mod tests {
         ("launch", include_str!("launch.rs")),
         ("leaks", include_str!("leaks.rs")),
         ("memory", include_str!("memory.rs")),
+        ("memory_pools", include_str!("memory_pools.rs")),
         ("model", include_str!("model.rs")),
         ("multi_device", include_str!("multi_device.rs")),
         ("oom_model", include_str!("oom_model.rs")),

@@ -771,6 +771,18 @@ impl ComputeServer for WgpuServer {
         Ok(self.memory.manager().set_cap(cap, &mut HostOrdering)?)
     }
 
+    fn install_memory_pools(
+        &mut self,
+        options: cubert_runtime::memory::MemoryOptions,
+        _stream: StreamId,
+    ) -> Result<(), ServerError> {
+        self.drain_releases();
+        Ok(self
+            .memory
+            .manager()
+            .install_options(options, &mut HostOrdering)?)
+    }
+
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
         let started = if self.features.contains(crate::timestamps::FEATURES) {
             let gpu = self.gpu.clone();

@@ -34,7 +34,7 @@ use crate::device_handle::{self, DeviceHandle, DeviceHandleMode};
 use crate::error::{IoError, ServerError};
 use crate::future::{DynFut, block_on, ready};
 use crate::kernel::{CubeCountSelection, CubeDim};
-use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
+use crate::memory::{MemoryAllocationMode, MemoryOptions, MemoryReport, MemoryUsage};
 use crate::properties::{DeviceProperties, Features};
 use crate::runtime::Runtime;
 use crate::server::{ComputeServer, ServerUtilities};
@@ -496,6 +496,31 @@ impl<R: Runtime> ComputeClient<R> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = bytes;
         Ok(())
+    }
+
+    /// Installs new options for this device's memory pools at run time, as `[memory]` of
+    /// `cubert.toml` sets them at start. `persistent` and `idle_release_ms` change at any
+    /// time; the pools' shapes (rounding, segment sizes, splits, `compact_before_growth`,
+    /// `growable_block`) only while the device holds no live allocation (its cached memory
+    /// is given back first); `paged` and `growable` only at start.
+    ///
+    /// ```
+    /// # use cubert_runtime::memory::{MemoryOptions, PersistentMemory};
+    /// # let client = cubert_cpu::default_client()?;
+    /// client.install_memory_pools(MemoryOptions {
+    ///     small_segment: 8 << 20,
+    ///     persistent: PersistentMemory::Enabled,
+    ///     ..MemoryOptions::default()
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] with [`IoError::InvalidArgument`] naming what stands in the way
+    /// (live allocations, a change of `paged` or `growable`); nothing changes then.
+    pub fn install_memory_pools(&self, options: MemoryOptions) -> Result<(), ServerError> {
+        let stream = self.stream_id();
+        self.call(move |server| server.install_memory_pools(options, stream))?
     }
 
     /// Caps this device's memory pools at `fraction` of the device's memory

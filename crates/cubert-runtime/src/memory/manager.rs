@@ -3,7 +3,9 @@
 //! Requests are rounded up to `rounding` bytes and routed:
 //!
 //! - in `Persistent` mode, to the persistent pool: an exact-size block, never split;
-//! - otherwise first to a free persistent block of exactly that size, then to the small pool
+//! - otherwise first to a free persistent block of exactly that size (with the default
+//!   `[memory] persistent = "size_match"`; see [`PersistentMemory`] for the others), then to
+//!   the small pool
 //!   (requests up to `small_max_request`, carved from `small_segment`-byte segments) or the
 //!   large pool (mid-size requests share `large_mid_segment`-byte segments, bigger ones get a
 //!   dedicated segment rounded to `large_round`).
@@ -27,7 +29,7 @@
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
 use super::growable_pool::GrowablePool;
 use super::id_map::IdMap;
-use super::mode::{MemoryAllocationMode, ModeTable};
+use super::mode::{ModeTable, PersistentMemory};
 use super::ordering::{StreamOrdering, StreamPoint};
 use super::paged_pool::PagedPool;
 use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};
@@ -103,6 +105,10 @@ settings! {
         /// less memory past the live peak.
         #[serde(deserialize_with = "values::size::<_, 1, GIB>")]
         pub growable_block: u64,
+        /// What the allocation modes mean: `size_match` (the default), `enabled`, `disabled`
+        /// or `enforced` ([`PersistentMemory`]).
+        #[serde(deserialize_with = "values::choice")]
+        pub persistent: PersistentMemory,
     }
 }
 
@@ -122,6 +128,7 @@ impl Default for MemoryOptions {
             paged: false,
             growable: true,
             growable_block: 16 * MIB,
+            persistent: PersistentMemory::SizeMatch,
         }
     }
 }
@@ -144,6 +151,7 @@ impl MemoryOptions {
             paged: self.paged,
             growable: self.growable,
             growable_block: self.growable_block.max(1),
+            persistent: self.persistent,
         }
     }
 }
@@ -220,9 +228,18 @@ pub struct MemoryManager<S: ComputeStorage> {
     storage_deallocations: u64,
 }
 
-impl<S: ComputeStorage> MemoryManager<S> {
-    /// A manager over `storage`.
-    pub fn new(storage: S, options: MemoryOptions, limits: MemoryLimits) -> Self {
+/// The pools a manager's options lay out.
+struct Pools {
+    small: BlockPool,
+    large: BlockPool,
+    persistent: BlockPool,
+    paged: Option<PagedPool>,
+    growable: Option<GrowablePool>,
+}
+
+impl Pools {
+    /// Empty pools shaped by `options`.
+    fn new(options: &MemoryOptions, limits: MemoryLimits) -> Self {
         let small = BlockPool::new(PoolPolicy {
             name: "small",
             segments: SegmentRule::Fixed(options.small_segment),
@@ -258,6 +275,26 @@ impl<S: ComputeStorage> MemoryManager<S> {
             )
         });
         Self {
+            small,
+            large,
+            persistent,
+            paged,
+            growable,
+        }
+    }
+}
+
+impl<S: ComputeStorage> MemoryManager<S> {
+    /// A manager over `storage`.
+    pub fn new(storage: S, options: MemoryOptions, limits: MemoryLimits) -> Self {
+        let Pools {
+            small,
+            large,
+            persistent,
+            paged,
+            growable,
+        } = Pools::new(&options, limits);
+        Self {
             storage,
             options,
             limits,
@@ -280,6 +317,75 @@ impl<S: ComputeStorage> MemoryManager<S> {
             storage_allocations: 0,
             storage_deallocations: 0,
         }
+    }
+
+    /// The options the pools follow now.
+    pub fn options(&self) -> &MemoryOptions {
+        &self.options
+    }
+
+    /// Installs new pool options at run time (`ComputeClient::install_memory_pools`).
+    ///
+    /// The keys that only steer later requests (`persistent`, `idle_release_ms`) change at
+    /// any time. The shapes of the pools (rounding, segment sizes, splits,
+    /// `compact_before_growth`, `growable_block`) change only while no allocation is live:
+    /// the cached memory is given back and the pools are laid out again. `paged` and
+    /// `growable` never change here: they decide which memory peer copies can read, and are
+    /// set in `[memory]` before the device starts.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] naming what stands in the way (a change of `paged` or
+    /// `growable`; live allocations, or freed memory the device still uses, for a change
+    /// of shape); the options in force are left unchanged.
+    pub fn install_options(
+        &mut self,
+        options: MemoryOptions,
+        ordering: &mut dyn StreamOrdering,
+    ) -> Result<(), IoError> {
+        let options = options.options();
+        if (options.paged, options.growable) != (self.options.paged, self.options.growable) {
+            return Err(IoError::invalid(format!(
+                "memory pools: `paged` and `growable` are chosen when the device starts (now \
+                 paged = {}, growable = {}); set them in [memory] of cubert.toml or with \
+                 CUBERT_MEMORY_PAGED / CUBERT_MEMORY_GROWABLE",
+                self.options.paged, self.options.growable
+            )));
+        }
+        let steering = MemoryOptions {
+            persistent: self.options.persistent,
+            idle_release: self.options.idle_release,
+            ..options.clone()
+        };
+        if steering == self.options {
+            self.options = options;
+            return Ok(());
+        }
+        let live = self.slices.len() + self.released_early.len();
+        if live > 0 {
+            return Err(IoError::invalid(format!(
+                "memory pools: {live} allocation(s) are live; install pools of another shape \
+                 before allocating, or once every handle is dropped"
+            )));
+        }
+        self.cleanup(ordering);
+        let held = self.usage().bytes_reserved;
+        if held > 0 {
+            return Err(IoError::invalid(format!(
+                "memory pools: {held} bytes freed on a stream are still in use by the device; \
+                 sync, then install the pools again"
+            )));
+        }
+        let Pools {
+            small,
+            large,
+            persistent,
+            paged,
+            growable,
+        } = Pools::new(&options, self.limits);
+        (self.small, self.large, self.persistent) = (small, large, persistent);
+        (self.paged, self.growable) = (paged, growable);
+        self.options = options;
+        Ok(())
     }
 
     /// The storage.
@@ -546,38 +652,39 @@ impl<S: ComputeStorage> MemoryManager<S> {
             self.release_idle(ordering);
         }
         let tick = self.tick_ms;
-        let (pool, taken) = match self.modes.current(stream) {
-            MemoryAllocationMode::Persistent => {
-                let kind = PoolKind::Persistent;
-                let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
-                (kind, taken)
-            }
-            MemoryAllocationMode::Auto => {
-                let cached_persistent = if self.persistent.free_blocks().0 > 0 {
-                    self.persistent
-                        .reserve_cached(rounded, size, stream, ordering, tick)
-                } else {
-                    None
-                };
-                match cached_persistent {
-                    Some(taken) => (PoolKind::Persistent, taken),
-                    None if rounded > self.options.small_max_request && self.pages_large() => {
-                        let taken = self.reserve_paged(rounded, size, stream, ordering)?;
-                        (PoolKind::Paged, taken)
-                    }
-                    None if rounded > self.options.small_max_request && self.grows_large() => {
-                        let taken = self.reserve_growable(rounded, size, stream, ordering)?;
-                        (PoolKind::Growable, taken)
-                    }
-                    None => {
-                        let kind = if rounded <= self.options.small_max_request {
-                            PoolKind::Small
-                        } else {
-                            PoolKind::Large
-                        };
-                        let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
-                        (kind, taken)
-                    }
+        let (persistent, size_match) = self
+            .options
+            .persistent
+            .placement(self.modes.current(stream));
+        let (pool, taken) = if persistent {
+            let kind = PoolKind::Persistent;
+            let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
+            (kind, taken)
+        } else {
+            let cached_persistent = if size_match && self.persistent.free_blocks().0 > 0 {
+                self.persistent
+                    .reserve_cached(rounded, size, stream, ordering, tick)
+            } else {
+                None
+            };
+            match cached_persistent {
+                Some(taken) => (PoolKind::Persistent, taken),
+                None if rounded > self.options.small_max_request && self.pages_large() => {
+                    let taken = self.reserve_paged(rounded, size, stream, ordering)?;
+                    (PoolKind::Paged, taken)
+                }
+                None if rounded > self.options.small_max_request && self.grows_large() => {
+                    let taken = self.reserve_growable(rounded, size, stream, ordering)?;
+                    (PoolKind::Growable, taken)
+                }
+                None => {
+                    let kind = if rounded <= self.options.small_max_request {
+                        PoolKind::Small
+                    } else {
+                        PoolKind::Large
+                    };
+                    let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
+                    (kind, taken)
                 }
             }
         };
@@ -976,6 +1083,7 @@ mod tests {
     use super::*;
     use crate::device::DeviceId;
     use crate::handle::{HandleFactory, ReleaseQueue};
+    use crate::memory::MemoryAllocationMode;
     use crate::memory::ordering::HostOrdering;
     use crate::storage::StorageId;
     use std::collections::HashMap;
@@ -1267,6 +1375,105 @@ mod tests {
         memory.reserve(b, 3000, stream, &mut HostOrdering).unwrap();
         assert_eq!(memory.report().pools[2].allocations, 1);
         assert_eq!(memory.report().storage_allocations, 1);
+    }
+
+    /// Reserves 3000 bytes persistently, frees them, then 3000 bytes in auto mode: which
+    /// pool the second lands in, and how many device allocations both took.
+    fn persistent_then_auto(mode: PersistentMemory) -> (usize, u64) {
+        let mut memory = manager(None);
+        memory
+            .install_options(
+                MemoryOptions {
+                    persistent: mode,
+                    ..memory.options().clone()
+                },
+                &mut HostOrdering,
+            )
+            .unwrap();
+        let stream = StreamId::new(0);
+        let [a, b] = ids(2).try_into().unwrap();
+        memory
+            .modes()
+            .push(stream, MemoryAllocationMode::Persistent);
+        memory.reserve(a, 3000, stream, &mut HostOrdering).unwrap();
+        memory.modes().pop(stream);
+        memory.release(a, Vec::new());
+        memory.reserve(b, 3000, stream, &mut HostOrdering).unwrap();
+        let report = memory.report();
+        let pool = report
+            .pools
+            .iter()
+            .position(|pool| pool.bytes_in_use > 0)
+            .unwrap();
+        (pool, report.storage_allocations)
+    }
+
+    #[test]
+    fn persistent_memory_modes_place_requests_as_documented() {
+        // size_match: the auto request reuses the freed persistent block.
+        assert_eq!(persistent_then_auto(PersistentMemory::SizeMatch), (2, 1));
+        // enabled: it goes to the small pool (a second device allocation).
+        assert_eq!(persistent_then_auto(PersistentMemory::Enabled), (0, 2));
+        // disabled: even the persistent request went to the small pool, which serves both.
+        assert_eq!(persistent_then_auto(PersistentMemory::Disabled), (0, 1));
+        // enforced: both are persistent, the same exact block.
+        assert_eq!(persistent_then_auto(PersistentMemory::Enforced), (2, 1));
+    }
+
+    #[test]
+    fn installed_options_steer_at_once_and_reshape_only_empty_pools() {
+        let mut memory = manager(None);
+        let stream = StreamId::new(0);
+        let [a, b] = ids(2).try_into().unwrap();
+        memory.reserve(a, 100, stream, &mut HostOrdering).unwrap();
+        // Steering keys change with a live allocation.
+        let enforced = MemoryOptions {
+            persistent: PersistentMemory::Enforced,
+            idle_release: None,
+            ..memory.options().clone()
+        };
+        memory
+            .install_options(enforced.clone(), &mut HostOrdering)
+            .unwrap();
+        assert_eq!(memory.options().persistent, PersistentMemory::Enforced);
+        // A new shape doesn't, and nothing changes.
+        let reshaped = MemoryOptions {
+            small_segment: 8 * MIB,
+            ..enforced.clone()
+        };
+        let error = memory
+            .install_options(reshaped.clone(), &mut HostOrdering)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("1 allocation(s) are live"),
+            "{error}"
+        );
+        assert_eq!(memory.options().small_segment, 2 * MIB);
+        // paged and growable never change at run time.
+        let paged = MemoryOptions {
+            paged: !enforced.paged,
+            ..enforced.clone()
+        };
+        let error = memory
+            .install_options(paged, &mut HostOrdering)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("`paged` and `growable`"),
+            "{error}"
+        );
+        // Once the allocation is gone the pools are laid out again, cache given back.
+        memory.release(a, Vec::new());
+        memory.install_options(reshaped, &mut HostOrdering).unwrap();
+        assert_eq!(memory.usage().bytes_reserved, 0);
+        let reshaped_auto = MemoryOptions {
+            persistent: PersistentMemory::SizeMatch,
+            ..memory.options().clone()
+        };
+        memory
+            .install_options(reshaped_auto, &mut HostOrdering)
+            .unwrap();
+        memory.reserve(b, 100, stream, &mut HostOrdering).unwrap();
+        assert_eq!(memory.report().pools[0].bytes_reserved, 8 * MIB);
     }
 
     #[test]

@@ -24,6 +24,6 @@ mod usage;
 pub use device_memory::{Allocation, DeviceMemory};
 pub use id_map::{IdHasher, IdMap};
 pub use manager::{MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
-pub use mode::{MemoryAllocationMode, ModeTable};
+pub use mode::{MemoryAllocationMode, ModeTable, PersistentMemory};
 pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};
 pub use usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};

@@ -7,10 +7,50 @@
 //!
 //! `set` changes a stream's base mode. Windows (`push`/`pop`) override it for a scope and
 //! nest: the innermost open window wins, and closing it restores the one outside.
+//!
+//! [`PersistentMemory`] (`[memory] persistent`, or `ComputeClient::set_persistent_memory`
+//! at run time) decides what the modes mean for a device, as upstream CubeCL's option of
+//! that name: whether `Auto` requests reuse free persistent blocks of their exact size,
+//! whether `Persistent` requests are honoured, and whether every request is persistent.
 
 use crate::stream::StreamId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// What the allocation modes mean for a device (`[memory] persistent`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersistentMemory {
+    /// `Persistent` requests get exact-size blocks; an `Auto` request first takes a free
+    /// persistent block of exactly its size (weights freed and reallocated each step, as a
+    /// training loop does, land in the same blocks), then the dynamic pools.
+    #[default]
+    SizeMatch,
+    /// `Persistent` requests get exact-size blocks; `Auto` requests only use the dynamic
+    /// pools (activations never take a block shaped for a weight: better for inference).
+    Enabled,
+    /// Every request uses the dynamic pools, whatever its mode (free persistent blocks stay
+    /// cached until a cleanup gives them back).
+    Disabled,
+    /// Every request gets an exact-size persistent block, whatever its mode: nothing is
+    /// split or shared, and a freed block serves only a request of its exact size, so
+    /// workloads of varying sizes run out of memory sooner.
+    Enforced,
+}
+
+impl PersistentMemory {
+    /// Where a request made in `mode` goes: whether it gets a persistent block, and, if
+    /// not, whether it may take a free persistent block of its exact size.
+    pub fn placement(self, mode: MemoryAllocationMode) -> (bool, bool) {
+        match (self, mode) {
+            (Self::Enforced, _) => (true, false),
+            (Self::Disabled, _) => (false, false),
+            (_, MemoryAllocationMode::Persistent) => (true, false),
+            (Self::SizeMatch, MemoryAllocationMode::Auto) => (false, true),
+            (Self::Enabled, MemoryAllocationMode::Auto) => (false, false),
+        }
+    }
+}
 
 /// How new allocations are placed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
