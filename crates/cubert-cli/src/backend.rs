@@ -61,6 +61,32 @@ pub trait CliRuntime: Runtime {
     /// # Errors
     /// The server's start error.
     fn isolated_client(room: u64) -> CliResult<ComputeClient<Self>>;
+
+    /// The vendor library's f32 matmul on this runtime's handles, the peer `cubert bench
+    /// tune --kernel matmul` times next to cubert's: cuBLAS on CUDA. `Ok(None)` where the
+    /// backend has none; `Err` says why it can't be measured here.
+    ///
+    /// # Errors
+    /// Why the library can't be used (not found, failed to start).
+    fn vendor_matmul(_client: &ComputeClient<Self>) -> Result<Option<VendorMatmul<Self>>, String> {
+        Ok(None)
+    }
+}
+
+/// A vendor library's matmul: `run(client, (lhs, rhs, out), (m, k, n))` computes row-major
+/// f32 `out = lhs × rhs` on the client's stream.
+pub struct VendorMatmul<R: Runtime> {
+    /// What it is (`cuBLAS 12.9.1 sgemm`).
+    pub name: String,
+    /// The product.
+    #[allow(clippy::type_complexity)]
+    pub run: Box<
+        dyn Fn(
+            &ComputeClient<R>,
+            (&cubert::Handle, &cubert::Handle, &cubert::Handle),
+            (usize, usize, usize),
+        ) -> Result<(), cubert::ServerError>,
+    >,
 }
 
 impl CliRuntime for CpuRuntime {
@@ -84,6 +110,16 @@ impl CliRuntime for cubert::CudaRuntime {
             server,
             config.runtime.device_handle,
         )?)
+    }
+
+    fn vendor_matmul(client: &ComputeClient<Self>) -> Result<Option<VendorMatmul<Self>>, String> {
+        use cubert::cuda::cublas::{Cublas, cublas_status};
+        let version = cublas_status().clone()?;
+        let cublas = Cublas::new(client).map_err(|error| error.to_string())?;
+        Ok(Some(VendorMatmul {
+            name: format!("cuBLAS {version} sgemm"),
+            run: Box::new(move |client, handles, dims| cublas.sgemm(client, handles, dims)),
+        }))
     }
 }
 

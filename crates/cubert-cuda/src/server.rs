@@ -200,6 +200,42 @@ impl CudaServer {
         })
     }
 
+    /// Lends the device memory of `bindings` and the raw stream of `stream` to `task` (the
+    /// server's side of [`crate::interop::with_device_buffers`], whose docs say how it is
+    /// ordered).
+    ///
+    /// # Errors
+    /// The errors queued on `stream`, memory that isn't here, the driver's error, or a
+    /// stream being captured; `task` didn't run then.
+    pub fn lend<T>(
+        &mut self,
+        bindings: Vec<Binding>,
+        stream: StreamId,
+        task: impl FnOnce(&[crate::interop::DeviceBuffer], cudarc::driver::sys::CUstream) -> T,
+    ) -> Result<T, ServerError> {
+        self.enter()?;
+        self.refuse_if_capturing(stream)?;
+        self.drain_releases();
+        self.shared.take_errors(stream)?;
+        let mut buffers = Vec::with_capacity(bindings.len());
+        for binding in &bindings {
+            self.use_on(binding.id(), stream)?;
+            let resource = self.resolve(binding)?;
+            buffers.push(crate::interop::DeviceBuffer {
+                ptr: resource.ptr,
+                size: resource.size,
+            });
+        }
+        let raw = self.streams.raw(stream)?;
+        let result = task(&buffers, raw);
+        // Whatever `task` queued counts as work on the stream, for the memory's reuse.
+        self.streams.bump(stream);
+        // A library may have bound another context on this thread.
+        self.context.bind()?;
+        drop(bindings);
+        Ok(result)
+    }
+
     /// Number of `CUstream`s this server has created for its streams: at most
     /// `[runtime] max_streams`, however many stream ids were used.
     pub fn device_queues(&self) -> usize {

@@ -767,3 +767,98 @@ fn stream_settings_bound_the_cuda_streams_and_set_their_priority() {
         assert_eq!(server.device_queues(), max_streams as usize, "{priority:?}");
     }
 }
+
+/// A handle's memory lent through `interop::with_device_buffers` gets the work queued on
+/// the lent stream in order: a kernel before it, a `cuMemsetD8Async` of ours, a kernel
+/// after it; a handle of another device is refused before anything runs.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lent_device_memory_is_ordered_with_the_clients_work() {
+    use cubert_cuda::interop::with_device_buffers;
+    let client = client();
+    let len = 1 << 20;
+    let x = client.create(Bytes::from_elems(vec![1u8; len])).unwrap();
+    let doubled = client.empty(len).unwrap();
+    ops::add(&client, &x, &x, &doubled, len, ElemType::U8).unwrap();
+    let size = with_device_buffers(&client, &[&doubled], move |buffers, stream| {
+        // SAFETY: the lent buffer holds `len` bytes of this device; the stream is live.
+        unsafe { cudarc::driver::result::memset_d8_async(buffers[0].ptr, 5, len / 2, stream) }
+            .unwrap();
+        buffers[0].size
+    })
+    .unwrap();
+    assert_eq!(size, len as u64);
+    let out = client.empty(len).unwrap();
+    ops::add(&client, &doubled, &x, &out, len, ElemType::U8).unwrap();
+    let got = client.read_one(out).unwrap().to_vec();
+    assert!(got[..len / 2].iter().all(|v| *v == 6), "{:?}", &got[..4]);
+    assert!(
+        got[len / 2..].iter().all(|v| *v == 3),
+        "{:?}",
+        &got[len - 4..]
+    );
+    let cpu = cubert_cpu::default_client().unwrap();
+    let foreign = cpu.create(Bytes::from_elems(vec![0u8; 4])).unwrap();
+    let error = with_device_buffers(&client, &[&foreign], |_, _| ()).unwrap_err();
+    assert!(error.to_string().contains("belongs to"), "{error}");
+}
+
+/// cuBLAS's f32 and bf16 products, run on cubert handles through the interop, equal
+/// cubert's own matmul bit for bit on integer inputs (every partial sum exact in f32, every
+/// result exact in bf16), and a shape the handles don't hold is refused.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn cublas_products_on_cubert_handles_match_cubert_matmul() {
+    use cubert_cuda::cublas::{Cublas, cublas_status};
+    use half::bf16;
+    if let Err(reason) = cublas_status() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let client = client();
+    let cublas = Cublas::new(&client).unwrap();
+    let (m, k, n) = (192, 64, 96);
+    let value = |i: usize, seed: usize| ((i * 7 + seed * 3) % 5) as f32 - 2.0;
+    let a: Vec<f32> = (0..m * k).map(|i| value(i, 1)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| value(i, 2)).collect();
+    let (lhs, rhs) = (
+        client.create(Bytes::from_elems(a.clone())).unwrap(),
+        client.create(Bytes::from_elems(b.clone())).unwrap(),
+    );
+    let (ours, theirs) = (
+        client.empty(m * n * 4).unwrap(),
+        client.empty(m * n * 4).unwrap(),
+    );
+    ops::matmul(&client, &lhs, &rhs, &ours, m, k, n, ElemType::F32).unwrap();
+    cublas
+        .sgemm(&client, (&lhs, &rhs, &theirs), (m, k, n))
+        .unwrap();
+    let want = client.read_one(ours).unwrap().to_elems::<f32>();
+    assert_eq!(client.read_one(theirs).unwrap().to_elems::<f32>(), want);
+    let to_bf16 = |v: &[f32]| v.iter().map(|x| bf16::from_f32(*x)).collect::<Vec<_>>();
+    let (lhs16, rhs16) = (
+        client.create(Bytes::from_elems(to_bf16(&a))).unwrap(),
+        client.create(Bytes::from_elems(to_bf16(&b))).unwrap(),
+    );
+    let (ours16, theirs16) = (
+        client.empty(m * n * 2).unwrap(),
+        client.empty(m * n * 2).unwrap(),
+    );
+    ops::matmul(&client, &lhs16, &rhs16, &ours16, m, k, n, ElemType::BF16).unwrap();
+    cublas
+        .gemm_bf16(&client, (&lhs16, &rhs16, &theirs16), (m, k, n))
+        .unwrap();
+    let want16 = client.read_one(ours16).unwrap().to_elems::<bf16>();
+    assert_eq!(want16, to_bf16(&want), "cubert's bf16 matmul");
+    assert_eq!(
+        client
+            .read_one(theirs16.clone())
+            .unwrap()
+            .to_elems::<bf16>(),
+        want16
+    );
+    let error = cublas
+        .sgemm(&client, (&lhs, &rhs, &theirs16), (m, k, n))
+        .unwrap_err();
+    assert!(error.to_string().contains("matmul"), "{error}");
+}

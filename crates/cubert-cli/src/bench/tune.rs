@@ -10,11 +10,16 @@
 //! tuning time. The tuned variant's output is checked against the default's: a difference
 //! prints `FAIL` and makes the exit code 1. `--verbose` lists every candidate's median and
 //! outcome; `--json FILE` writes all of it.
+//!
+//! For matmul on CUDA, cuBLAS's `sgemm` (loaded at run time; TF32 off, as cubert's f32) runs
+//! on the same buffers, checked against the default variant and timed alternately with
+//! cubert's: a second table gives its GFLOP/s and the tuned variant's ratio to it. Where
+//! cuBLAS isn't found a comment says why and the rest runs.
 
 use super::report::iso8601;
 use super::table::{Align, Table};
 use super::timing::{median, profile_clock, profiled_seconds};
-use crate::backend::{Backend, CliRuntime, ClientJob, run_on_default_device};
+use crate::backend::{Backend, CliRuntime, ClientJob, VendorMatmul, run_on_default_device};
 use crate::error::{CliResult, EXIT_FAILURE};
 use cubert::config::AutotuneLevel;
 use cubert::kernel::StandardVariant;
@@ -69,7 +74,25 @@ struct ShapeRow {
     tuning_seconds: f64,
     benchmark_runs: u64,
     candidates: Vec<CandidateRow>,
+    /// The vendor library's product on the same buffers (cuBLAS on CUDA), where measured.
+    peer: Option<PeerRow>,
 }
+
+/// The vendor library's matmul on one shape, timed alternately with cubert's variants.
+#[derive(Clone, Debug, Serialize)]
+struct PeerRow {
+    name: String,
+    seconds: f64,
+    rate: f64,
+    /// cubert's tuned variant's rate over the peer's.
+    tuned_ratio: f64,
+}
+
+/// The peer's product of one problem: writes into the handle it is given.
+type PeerLaunch<'a> = (
+    &'a str,
+    &'a dyn Fn(&Handle) -> Result<(), cubert::ServerError>,
+);
 
 /// The JSON report.
 #[derive(Debug, Serialize)]
@@ -264,6 +287,7 @@ fn measure<R: CliRuntime, P: TunedProblem>(
     problem: P,
     set: &CandidateSet<R, P, ()>,
     (work, rate_unit): (f64, &'static str),
+    peer: Option<PeerLaunch<'_>>,
     failures: &mut Vec<String>,
 ) -> CliResult<ShapeRow> {
     let tuner = Tuner::new(TuneSettings {
@@ -295,12 +319,28 @@ fn measure<R: CliRuntime, P: TunedProblem>(
         ));
     }
 
+    // The peer computes it too (to within f32 rounding: another summation order).
+    let peer_out = match peer {
+        Some((name, launch)) => {
+            let out = client.empty(problem.out().size() as usize)?;
+            launch(&out)?;
+            let output = client.read_one(out.clone())?;
+            if let Err(difference) = compare_elements(ElemType::F32, &reference, &output) {
+                failures.push(format!(
+                    "{label}: {name} differs from the default: {difference}"
+                ));
+            }
+            Some(out)
+        }
+        None => None,
+    };
+
     let reps = if args.quick {
         args.reps.min(3)
     } else {
         args.reps
     };
-    let (mut default_times, mut tuned_times) = (Vec::new(), Vec::new());
+    let (mut default_times, mut tuned_times, mut peer_times) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
         default_times.push(profiled_seconds(client, "default variant", || {
             problem.launch(client, &default)
@@ -308,9 +348,22 @@ fn measure<R: CliRuntime, P: TunedProblem>(
         tuned_times.push(profiled_seconds(client, "tuned variant", || {
             problem.launch(client, &tuned)
         })?);
+        if let (Some((name, launch)), Some(out)) = (peer, &peer_out) {
+            peer_times.push(profiled_seconds(client, name, || launch(out))?);
+        }
     }
     client.sync()?;
     let (default_seconds, tuned_seconds) = (median(&default_times), median(&tuned_times));
+    let rate = |seconds: f64| work / seconds.max(f64::MIN_POSITIVE) / 1e9;
+    let peer = peer.filter(|_| !peer_times.is_empty()).map(|(name, _)| {
+        let seconds = median(&peer_times);
+        PeerRow {
+            name: name.to_string(),
+            seconds,
+            rate: rate(seconds),
+            tuned_ratio: rate(tuned_seconds) / rate(seconds),
+        }
+    });
     Ok(ShapeRow {
         shape: label,
         default_variant: default.name,
@@ -325,6 +378,7 @@ fn measure<R: CliRuntime, P: TunedProblem>(
         benchmark_runs: record.map_or(0, |r| r.benchmark_runs),
         candidates: record
             .map_or_else(Vec::new, |r| r.candidates.iter().map(outcome_row).collect()),
+        peer,
     })
 }
 
@@ -333,6 +387,7 @@ fn shape<R: CliRuntime>(
     client: &ComputeClient<R>,
     args: &TuneArgs,
     shape: &[usize],
+    vendor: Option<&VendorMatmul<R>>,
     failures: &mut Vec<String>,
 ) -> CliResult<ShapeRow> {
     let label = shape
@@ -362,6 +417,16 @@ fn shape<R: CliRuntime>(
             };
             let set = matmul_candidates(client, ElemType::F32)?;
             let flops = 2.0 * m as f64 * k as f64 * n as f64;
+            let (lhs, rhs) = (problem.lhs.clone(), problem.rhs.clone());
+            let launch = vendor.map(|vendor| {
+                move |out: &Handle| (vendor.run)(client, (&lhs, &rhs, out), (m, k, n))
+            });
+            let peer = vendor.zip(launch.as_ref()).map(|(vendor, launch)| {
+                (
+                    vendor.name.as_str(),
+                    launch as &dyn Fn(&Handle) -> Result<(), cubert::ServerError>,
+                )
+            });
             measure(
                 client,
                 args,
@@ -369,6 +434,7 @@ fn shape<R: CliRuntime>(
                 problem,
                 &set,
                 (flops, "GFLOP/s"),
+                peer,
                 failures,
             )
         }
@@ -391,6 +457,7 @@ fn shape<R: CliRuntime>(
                 problem,
                 &set,
                 (bytes, "GB/s"),
+                None,
                 failures,
             )
         }
@@ -428,10 +495,17 @@ fn bench_tune<R: CliRuntime>(client: &ComputeClient<R>, args: &TuneArgs) -> CliR
         args.budget_ms,
         profile_clock(client)
     );
+    let vendor = match args.kernel {
+        TunedKernel::Matmul => R::vendor_matmul(client).unwrap_or_else(|reason| {
+            outln!("# the vendor library's matmul is not measured: {reason}");
+            None
+        }),
+        TunedKernel::ReduceSum => None,
+    };
     let mut failures = Vec::new();
     let mut rows = Vec::new();
     for dims in shapes {
-        match shape(client, args, &dims, &mut failures) {
+        match shape(client, args, &dims, vendor.as_ref(), &mut failures) {
             Ok(row) => rows.push(row),
             Err(error) => failures.push(format!("{dims:?}: {error:#}")),
         }
@@ -498,6 +572,34 @@ fn print_rows(rows: &[ShapeRow], verbose: bool) {
     }
     outln!();
     out!("{}", table.render());
+    let peers: Vec<(&ShapeRow, &PeerRow)> = rows
+        .iter()
+        .filter_map(|row| row.peer.as_ref().map(|peer| (row, peer)))
+        .collect();
+    if let Some((_, first)) = peers.first() {
+        outln!();
+        outln!(
+            "# next to {} on the same buffers, in the same run",
+            first.name
+        );
+        let mut table = Table::new(&[
+            ("shape", Align::Left),
+            ("peer ms", Align::Right),
+            ("peer GFLOP/s", Align::Right),
+            ("tuned GFLOP/s", Align::Right),
+            ("tuned / peer", Align::Right),
+        ]);
+        for (row, peer) in peers {
+            table.row(vec![
+                row.shape.clone(),
+                format!("{:.3}", peer.seconds * 1e3),
+                format!("{:.1}", peer.rate),
+                format!("{:.1}", row.tuned_rate),
+                format!("{:.2}", peer.tuned_ratio),
+            ]);
+        }
+        out!("{}", table.render());
+    }
     if !verbose {
         return;
     }

@@ -253,6 +253,20 @@ impl<R: Runtime> ComputeClient<R> {
         self.device.submit_blocking(task).map_err(ServerError::from)
     }
 
+    /// Runs `task` with the device's server, after the work submitted to the device before
+    /// it, and returns its result: the door for backend-specific features built on the
+    /// server's own API (CUDA's interop lends device memory to other libraries this way).
+    /// The server is the device's one: don't keep what `task` borrows from it.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the device is unreachable or `task` panicked.
+    pub fn with_server<T: Send + 'static>(
+        &self,
+        task: impl FnOnce(&mut R::Server) -> T + Send + 'static,
+    ) -> Result<T, ServerError> {
+        self.call(task)
+    }
+
     /// Runs `task` on the caller's thread with no other client's work on this device
     /// interleaved. Work `task` does through this device's clients runs in order, inline.
     /// `profile` and the autotuner use it to measure without interference.
