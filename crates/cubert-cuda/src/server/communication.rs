@@ -164,11 +164,9 @@ impl ServerCommunication for CudaServer {
         op: ReduceOperation,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
-        self.enter_collective()
-            .and_then(|()| self.refuse_if_capturing(stream))
-            .and_then(|()| Operands::all_reduce(src, dst, dtype, op))
-            .and_then(|operands| self.collective_call(operands, device_ids, stream))
-            .map_err(|error| self.shared.observe(error))
+        self.collective(stream, device_ids, |_| {
+            Operands::all_reduce(src, dst, dtype, op)
+        })
     }
 
     fn all_gather(
@@ -179,11 +177,9 @@ impl ServerCommunication for CudaServer {
         stream: StreamId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
-        self.enter_collective()
-            .and_then(|()| self.refuse_if_capturing(stream))
-            .and_then(|()| Operands::all_gather(src, dst, dtype, &device_ids))
-            .and_then(|operands| self.collective_call(operands, device_ids, stream))
-            .map_err(|error| self.shared.observe(error))
+        self.collective(stream, device_ids, |device_ids| {
+            Operands::all_gather(src, dst, dtype, device_ids)
+        })
     }
 
     fn reduce_scatter(
@@ -195,11 +191,9 @@ impl ServerCommunication for CudaServer {
         op: ReduceOperation,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
-        self.enter_collective()
-            .and_then(|()| self.refuse_if_capturing(stream))
-            .and_then(|()| Operands::reduce_scatter(src, dst, dtype, op, &device_ids))
-            .and_then(|operands| self.collective_call(operands, device_ids, stream))
-            .map_err(|error| self.shared.observe(error))
+        self.collective(stream, device_ids, |device_ids| {
+            Operands::reduce_scatter(src, dst, dtype, op, device_ids)
+        })
     }
 
     fn broadcast(
@@ -210,11 +204,9 @@ impl ServerCommunication for CudaServer {
         root: DeviceId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
-        self.enter_collective()
-            .and_then(|()| self.refuse_if_capturing(stream))
-            .and_then(|()| Operands::broadcast(buffer, dtype, root, &device_ids))
-            .and_then(|operands| self.collective_call(operands, device_ids, stream))
-            .map_err(|error| self.shared.observe(error))
+        self.collective(stream, device_ids, |device_ids| {
+            Operands::broadcast(buffer, dtype, root, device_ids)
+        })
     }
 
     fn send(
@@ -252,6 +244,22 @@ impl ServerCommunication for CudaServer {
 }
 
 impl CudaServer {
+    /// One collective call of this device on `stream`: the server is healthy and the
+    /// stream not captured, `operands` builds (and checks) what the call moves, then it
+    /// joins its peers'. Errors are observed (a dead device marks the server unhealthy).
+    fn collective(
+        &mut self,
+        stream: StreamId,
+        device_ids: Vec<DeviceId>,
+        operands: impl FnOnce(&[DeviceId]) -> Result<Operands, ServerError>,
+    ) -> Result<(), ServerError> {
+        self.enter_collective()
+            .and_then(|()| self.refuse_if_capturing(stream))
+            .and_then(|()| operands(&device_ids))
+            .and_then(|operands| self.collective_call(operands, device_ids, stream))
+            .map_err(|error| self.shared.observe(error))
+    }
+
     /// This device's send (`to_peer`, `sending`) or receive (`from_peer`) of `binding`.
     fn collective_point_to_point(
         &mut self,
@@ -262,10 +270,8 @@ impl CudaServer {
         device_ids: Vec<DeviceId>,
         sending: bool,
     ) -> Result<(), ServerError> {
-        self.enter_collective()
-            .and_then(|()| self.refuse_if_capturing(stream))
-            .and_then(|()| Operands::point_to_point(binding, dtype, peer, &device_ids, sending))
-            .and_then(|operands| self.collective_call(operands, device_ids, stream))
-            .map_err(|error| self.shared.observe(error))
+        self.collective(stream, device_ids, |device_ids| {
+            Operands::point_to_point(binding, dtype, peer, device_ids, sending)
+        })
     }
 }
