@@ -29,7 +29,7 @@ use cubert_runtime::server::local_group::{
     Call, CallKind, Finished, Launcher, LocalGroup, local_group,
 };
 use cubert_runtime::server::{
-    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint,
+    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint, check_part_sizes,
 };
 use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, DeviceId, ElemType, IoError, ServerError, StreamId};
@@ -360,7 +360,7 @@ pub fn all_gather<S: ComputeServer<Storage = HostStorage>>(
 ) -> Result<(), ServerError> {
     check_collective_type(dtype, "all_gather", "cpu")?;
     let mut member = Member::of(server);
-    let rank = check_parts(&member, src, &dst, &device_ids, "all_gather")?;
+    let rank = check_parts(&member, src, &dst, dtype, &device_ids, "all_gather")?;
     check_in_place_or_disjoint("all_gather", src, &dst, rank as u64 * src.size())?;
     let kind = CallKind::AllGather {
         bytes: src.size(),
@@ -390,7 +390,7 @@ pub fn reduce_scatter<S: ComputeServer<Storage = HostStorage>>(
 ) -> Result<(), ServerError> {
     check_collective_type(dtype, "reduce_scatter", "cpu")?;
     let mut member = Member::of(server);
-    let rank = check_parts(&member, &dst, src, &device_ids, "reduce_scatter")?;
+    let rank = check_parts(&member, &dst, src, dtype, &device_ids, "reduce_scatter")?;
     check_in_place_or_disjoint("reduce_scatter", &dst, src, rank as u64 * dst.size())?;
     let kind = CallKind::ReduceScatter {
         bytes: dst.size(),
@@ -450,20 +450,12 @@ fn check_parts<S: ComputeServer<Storage = HostStorage>>(
     member: &Member<'_, S>,
     part: &Binding,
     whole: &Binding,
+    dtype: ElemType,
     device_ids: &[DeviceId],
     operation: &str,
 ) -> Result<usize, ServerError> {
-    let set = DeviceSet::new(device_ids.to_vec());
-    let rank = set.require_rank(member.device, operation)?;
-    if part.size().checked_mul(set.len() as u64) != Some(whole.size()) {
-        return Err(IoError::invalid(format!(
-            "{operation} over {} devices: {} bytes and {} bytes",
-            set.len(),
-            part.size(),
-            whole.size()
-        ))
-        .into());
-    }
+    let rank = DeviceSet::new(device_ids.to_vec()).require_rank(member.device, operation)?;
+    check_part_sizes(operation, part.size(), whole.size(), dtype, device_ids)?;
     Ok(rank)
 }
 

@@ -359,7 +359,8 @@ impl CudaServer {
     fn refuse_if_capturing(&mut self, stream: StreamId) -> Result<(), ServerError> {
         if self.streams.is_capturing(stream) {
             return Err(ServerError::generic(
-                "the stream is being captured into a graph: only launches may be captured;                  end the capture before reading, writing or syncing",
+                "the stream is being captured into a graph: only launches may be captured; \
+                 end the capture before reading, writing or syncing",
             ));
         }
         Ok(())

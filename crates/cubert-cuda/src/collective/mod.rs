@@ -49,7 +49,7 @@ use communicator::Communicators;
 use cubert_runtime::distributed::{ProcessGroup, collective_timeout};
 use cubert_runtime::server::local_group::{CallKind, Finished, LocalGroup, Ticket};
 use cubert_runtime::server::{
-    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint,
+    DeviceSet, ReduceOperation, check_collective_type, check_in_place_or_disjoint, check_part_sizes,
 };
 use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{Binding, Device, DeviceId, ElemType, IoError, ServerError, StreamId};
@@ -183,7 +183,7 @@ impl Operands {
     ) -> Result<Self, ServerError> {
         check_collective_type(dtype, "all_gather", "cuda")?;
         let bytes = src.size();
-        Self::check_parts(bytes, dst.size(), dtype, device_ids, "all_gather")?;
+        check_part_sizes("all_gather", bytes, dst.size(), dtype, device_ids)?;
         Ok(Self {
             operation: "all_gather",
             kind: CallKind::AllGather { bytes, dtype },
@@ -209,7 +209,7 @@ impl Operands {
     ) -> Result<Self, ServerError> {
         check_collective_type(dtype, "reduce_scatter", "cuda")?;
         let bytes = dst.size();
-        Self::check_parts(bytes, src.size(), dtype, device_ids, "reduce_scatter")?;
+        check_part_sizes("reduce_scatter", bytes, src.size(), dtype, device_ids)?;
         Ok(Self {
             operation: "reduce_scatter",
             kind: CallKind::ReduceScatter { bytes, dtype, op },
@@ -251,24 +251,6 @@ impl Operands {
             op: ReduceOperation::Sum,
             buffers: vec![buffer],
         })
-    }
-
-    /// Checks that `whole` is `part` bytes × the ranks of `device_ids`, in whole elements.
-    fn check_parts(
-        part: u64,
-        whole: u64,
-        dtype: ElemType,
-        device_ids: &[DeviceId],
-        operation: &str,
-    ) -> Result<(), ServerError> {
-        let ranks = DeviceSet::new(device_ids.to_vec()).len() as u64;
-        if part.checked_mul(ranks) != Some(whole) || !part.is_multiple_of(dtype.size() as u64) {
-            return Err(IoError::invalid(format!(
-                "{operation} over {ranks} devices: {part} bytes and {whole} bytes of {dtype}"
-            ))
-            .into());
-        }
-        Ok(())
     }
 
     /// Checks that the buffers are separate or exactly in place for the caller's `rank`

@@ -27,7 +27,7 @@ use crate::handle::Handle;
 use crate::runtime::Runtime;
 use crate::server::{
     CommunicationId, DeviceSet, ReduceOperation, ServerCommunication, check_collective_type,
-    check_in_place_or_disjoint,
+    check_in_place_or_disjoint, check_part_sizes,
 };
 use std::sync::PoisonError;
 
@@ -185,16 +185,7 @@ impl<R: Runtime> ComputeClient<R> {
         check_collective_type(dtype, operation, R::name())?;
         self.check_collective_handle(part, operation)?;
         self.check_collective_handle(whole, operation)?;
-        let devices = DeviceSet::new(device_ids.to_vec()).len() as u64;
-        if part.size().checked_mul(devices) != Some(whole.size()) || devices == 0 {
-            return Err(IoError::invalid(format!(
-                "{operation} over {devices} devices needs a buffer of {devices} × the other's                  bytes: got {} and {} bytes",
-                part.size(),
-                whole.size()
-            ))
-            .into());
-        }
-        Self::check_elements(part.size(), dtype, operation)
+        check_part_sizes(operation, part.size(), whole.size(), dtype, device_ids).map(|_| ())
     }
 
     /// Gathers `src` from every device of `device_ids` (this device among them) into `dst`

@@ -192,6 +192,31 @@ pub fn check_collective_type(
     }
 }
 
+/// Checks the sizes of an all-gather's or reduce-scatter's buffers: `whole` is `part` bytes
+/// × the number of devices in `device_ids` (counted as a set), in whole `dtype` elements.
+/// Returns the number of devices.
+///
+/// # Errors
+/// [`IoError::InvalidArgument`] naming the operation, the device count and both sizes.
+pub fn check_part_sizes(
+    operation: &str,
+    part: u64,
+    whole: u64,
+    dtype: ElemType,
+    device_ids: &[DeviceId],
+) -> Result<usize, ServerError> {
+    let devices = DeviceSet::new(device_ids.to_vec()).len();
+    let fits = devices > 0 && part.checked_mul(devices as u64) == Some(whole);
+    if !fits || !part.is_multiple_of(dtype.size() as u64) {
+        return Err(IoError::invalid(format!(
+            "{operation} over {devices} devices needs one buffer of {devices} × the other's \
+             bytes, in whole {dtype} elements: got {part} and {whole} bytes"
+        ))
+        .into());
+    }
+    Ok(devices)
+}
+
 /// Checks that `part` and `whole`, the two buffers of a collective call, are either
 /// separate memory or exactly in place: `part` at byte `in_place_offset` of `whole`. NCCL
 /// leaves any other overlap undefined, so every backend refuses it the same way. For
@@ -216,7 +241,9 @@ pub fn check_in_place_or_disjoint(
         return Ok(());
     }
     Err(IoError::invalid(format!(
-        "{operation}: its buffers overlap (bytes {part_start}..{part_end} and          {whole_start}..{whole_end} of one allocation); they must be separate, or in place with          the smaller one at byte {in_place_offset} of the larger"
+        "{operation}: its buffers overlap (bytes {part_start}..{part_end} and \
+         {whole_start}..{whole_end} of one allocation); they must be separate, or in place \
+         with the smaller one at byte {in_place_offset} of the larger"
     ))
     .into())
 }

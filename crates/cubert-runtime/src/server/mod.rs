@@ -20,7 +20,7 @@ mod stream_errors;
 
 pub use communication::{
     COLLECTIVE_TYPES, CommunicationId, DeviceSet, ReduceOperation, ServerCommunication,
-    check_collective_type, check_in_place_or_disjoint,
+    check_collective_type, check_in_place_or_disjoint, check_part_sizes,
 };
 pub use stream_errors::StreamErrors;
 
