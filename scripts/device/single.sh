@@ -1,0 +1,7 @@
+# The CUDA behaviour suite and GPU tests on one GPU.
+. scripts/device/env.sh
+timeout 400 "$D/tests/cubert-cuda--behaviour" --include-ignored --test-threads=2 > "$OUT/behaviour.log" 2>&1; echo "behaviour rc=$?"
+grep -E "FAILED|failed|panicked|test result" "$OUT/behaviour.log" | tail -12
+timeout 150 "$D/tests/cubert-cuda--gpu" --include-ignored --test-threads=1 > "$OUT/gpu.log" 2>&1; echo "gpu rc=$?"
+grep -E "stream_settings|FAILED|failed|panicked|test result" "$OUT/gpu.log" | tail -12
+"$D/cubert" --backend cuda info 2>&1 | grep -E "streams|NVIDIA"
