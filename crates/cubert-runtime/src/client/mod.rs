@@ -396,7 +396,7 @@ impl<R: Runtime> ComputeClient<R> {
     /// Work is queued and runs later, so its errors come back from the next `sync`,
     /// `flush` or `read` on the stream. An error there invalidates exactly:
     /// - the handles whose allocation failed (`create`/`empty` returned them, then the
-    ///   device had no room: [`IoError::OutOfMemory`](crate::IoError::OutOfMemory)). From
+    ///   device had no room: [`IoError::OutOfMemory`]). From
     ///   then on they read as `NotFound` and a launch binding them fails;
     /// - the launches that bound such a handle, or failed themselves: they did not run (a
     ///   checked launch that went out of bounds wrote its in-bounds part), so their outputs

@@ -8,7 +8,7 @@
 //! `set` changes a stream's base mode. Windows (`push`/`pop`) override it for a scope and
 //! nest: the innermost open window wins, and closing it restores the one outside.
 //!
-//! [`PersistentMemory`] (`[memory] persistent`, or `ComputeClient::set_persistent_memory`
+//! [`PersistentMemory`] (`[memory] persistent`, or `ComputeClient::install_memory_pools`
 //! at run time) decides what the modes mean for a device, as upstream CubeCL's option of
 //! that name: whether `Auto` requests reuse free persistent blocks of their exact size,
 //! whether `Persistent` requests are honoured, and whether every request is persistent.

@@ -210,8 +210,9 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// hold more than `cap` (the cap is left as it was).
     fn set_memory_cap(&mut self, cap: Option<u64>, stream: StreamId) -> Result<(), ServerError>;
 
-    /// Installs new memory-pool options ([`MemoryManager::install_options`]
-    /// (crate::memory::MemoryManager::install_options) says which keys change when).
+    /// Installs new memory-pool options
+    /// ([`MemoryManager::install_options`](crate::memory::MemoryManager::install_options) says
+    /// which keys change when).
     ///
     /// # Errors
     /// [`ServerError::Io`] with [`IoError::InvalidArgument`] naming what stands in the way;
