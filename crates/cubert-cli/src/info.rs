@@ -226,12 +226,14 @@ fn print_device<R: Runtime>(client: &ComputeClient<R>) {
         hardware.max_vector_size
     );
     outln!(
-        "  features            plane {}, tma {}, graphs {}, peer-to-peer {}, collectives {}",
+        "  features            plane {}, tma {}, graphs {}, peer-to-peer {}, collectives {}, \
+         memory import {}",
         yes_no(features.plane),
         yes_no(features.tma),
         yes_no(features.graphs),
         yes_no(features.peer_to_peer),
-        yes_no(features.collectives)
+        yes_no(features.collectives),
+        yes_no(features.memory_import)
     );
     outln!(
         "  float math          strict {}, f64 transcendentals {}",

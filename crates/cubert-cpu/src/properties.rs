@@ -80,6 +80,8 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
             // Kernels are Rust, which rounds every operation as written.
             strict_float_math: true,
             f64_transcendentals: true,
+            // A CPU device's memory is host memory: any host range can be adopted.
+            memory_import: true,
         },
         timing_method: TimingMethod::System,
     }

@@ -20,7 +20,8 @@ use cubert_runtime::handle::MemoryId;
 use cubert_runtime::host_slice::HostSlice;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
-    DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
+    DeviceMemory, ForeignMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport,
+    MemoryUsage,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
@@ -129,6 +130,8 @@ impl CpuServer {
     /// its task ran, so no stream can still use it.
     fn drain_releases(&mut self) {
         self.memory.drain_releases(|_, _| Vec::new());
+        // The work that used released foreign memory has run: give it back now.
+        drop(self.memory.manager().take_released_foreign());
     }
 
     /// The host range of `binding`.
@@ -464,6 +467,17 @@ impl ComputeServer for CpuServer {
         if let Err(error) = allocated {
             self.errors.push(stream, error.into());
         }
+    }
+
+    fn import_memory(
+        &mut self,
+        id: MemoryId,
+        memory: ForeignMemory,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        self.drain_releases();
+        self.memory.import(id, memory, stream)?;
+        Ok(())
     }
 
     fn utilities(&self) -> Arc<ServerUtilities<Self>> {

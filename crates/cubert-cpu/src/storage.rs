@@ -12,6 +12,7 @@
 use crate::fault::FaultPlan;
 use cubert_runtime::IoError;
 use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::storage::{ComputeStorage, StorageHandle, StorageId};
 use std::alloc::Layout;
 use std::collections::HashMap;
@@ -24,8 +25,14 @@ pub const HOST_ALIGNMENT: usize = 64;
 pub const MAP_THRESHOLD: usize = 1 << 20;
 
 enum Allocation {
-    Heap { ptr: NonNull<u8>, layout: Layout },
+    Heap {
+        ptr: NonNull<u8>,
+        layout: Layout,
+    },
     Map(memmap2::MmapMut),
+    /// Host memory allocated outside cubert (`ComputeClient::import_memory`): never freed
+    /// here; dropping it runs its release callback.
+    Foreign(ForeignMemory),
 }
 
 impl Allocation {
@@ -33,6 +40,7 @@ impl Allocation {
         match self {
             Allocation::Heap { ptr, .. } => ptr.as_ptr(),
             Allocation::Map(map) => map.as_mut_ptr(),
+            Allocation::Foreign(memory) => memory.address() as usize as *mut u8,
         }
     }
 
@@ -40,6 +48,8 @@ impl Allocation {
         match self {
             Allocation::Heap { layout, .. } => layout.size(),
             Allocation::Map(map) => map.len(),
+            // `adopt` checked that the size fits in usize.
+            Allocation::Foreign(memory) => memory.size() as usize,
         }
     }
 }
@@ -141,6 +151,10 @@ impl ComputeStorage for HostStorage {
         let Some(allocation) = self.allocations.remove(&id) else {
             return;
         };
+        if matches!(allocation, Allocation::Foreign(_)) {
+            // Not ours to free: dropping it gives it back through its callback.
+            return;
+        }
         if let Some(plan) = &self.faults {
             plan.on_dealloc(allocation.len() as u64);
         }
@@ -148,6 +162,34 @@ impl ComputeStorage for HostStorage {
             // SAFETY: the pointer came from `alloc_zeroed` with this layout and is freed once
             // (it was just removed from the map).
             unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+
+    fn adopt(&mut self, memory: ForeignMemory) -> Result<StorageId, IoError> {
+        let fits = usize::try_from(memory.address())
+            .ok()
+            .zip(usize::try_from(memory.size()).ok())
+            .and_then(|(address, size)| address.checked_add(size));
+        if fits.is_none() {
+            return Err(IoError::invalid(format!(
+                "foreign memory at {:#x} of {} bytes is outside the address space",
+                memory.address(),
+                memory.size()
+            )));
+        }
+        self.next_id += 1;
+        let id = StorageId(self.next_id);
+        self.allocations.insert(id, Allocation::Foreign(memory));
+        Ok(id)
+    }
+
+    fn disown(&mut self, id: StorageId) -> Option<ForeignMemory> {
+        if !matches!(self.allocations.get(&id), Some(Allocation::Foreign(_))) {
+            return None;
+        }
+        match self.allocations.remove(&id) {
+            Some(Allocation::Foreign(memory)) => Some(memory),
+            _ => None,
         }
     }
 

@@ -3,11 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cubert_cpu::storage::HostResource;
+use cubert_cpu::storage::{HOST_ALIGNMENT, HostResource};
 use cubert_cpu::{CpuDevice, CpuKernel, CpuRuntime, CpuServer};
 use cubert_runtime::config::CubertConfig;
+use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::{ComputeClient, CubeDim};
 use cubert_test_suite::{ClientOptions, TestBackend};
+use std::alloc::Layout;
 
 /// Virtual CPU devices the fresh clients' configuration declares.
 const TEST_DEVICES: u32 = 4;
@@ -56,6 +58,22 @@ impl TestBackend for Cpu {
 
     fn resource_len(resource: &HostResource) -> u64 {
         resource.len() as u64
+    }
+
+    fn foreign_memory(
+        _client: &ComputeClient<CpuRuntime>,
+        size: u64,
+        freed: Box<dyn FnOnce() + Send>,
+    ) -> Option<ForeignMemory> {
+        let layout = Layout::from_size_align(size as usize, HOST_ALIGNMENT).unwrap();
+        // SAFETY: the layout's size is not zero (the suite asks for bytes).
+        let address = unsafe { std::alloc::alloc_zeroed(layout) } as usize;
+        assert_ne!(address, 0);
+        Some(ForeignMemory::new(address as u64, size, move || {
+            // SAFETY: allocated above with this layout, freed once, by the one release.
+            unsafe { std::alloc::dealloc(address as *mut u8, layout) };
+            freed();
+        }))
     }
 }
 

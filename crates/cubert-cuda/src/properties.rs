@@ -89,6 +89,8 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             // NVRTC compiles language kernels with `--fmad=false`.
             strict_float_math: true,
             f64_transcendentals: true,
+            // The storage adopts device pointers checked with cuPointerGetAttribute.
+            memory_import: true,
         },
         timing_method: TimingMethod::Device,
     };

@@ -42,8 +42,8 @@ use cubert_runtime::future::{DynFut, oneshot, ready};
 use cubert_runtime::handle::MemoryId;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
-    Allocation, DeviceMemory, IdMap, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
-    StreamOrdering,
+    Allocation, DeviceMemory, ForeignMemory, IdMap, MemoryAllocationMode, MemoryLimits,
+    MemoryReport, MemoryUsage, StreamOrdering, StreamPoint,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{CapturedGraph, ComputeServer, DeviceService, ServerUtilities};
@@ -64,6 +64,9 @@ pub struct CudaServer {
     device: CudaDevice,
     context: Arc<CudaContext>,
     memory: DeviceMemory<CudaStorage>,
+    /// Released foreign memory whose last use is on a stream being captured: given back once
+    /// the capture ends ([`CudaServer::retire_foreign`]).
+    foreign_waiting: Vec<(ForeignMemory, Vec<StreamPoint>)>,
     /// The stream each live allocation was last used on: where its release must wait.
     last_use: IdMap<StreamId>,
     streams: Streams,
@@ -186,6 +189,7 @@ impl CudaServer {
             shared,
             device,
             memory,
+            foreign_waiting: Vec::new(),
             last_use: IdMap::default(),
             streams: Streams::new(context.clone(), events, utilities.streams),
             status: StatusBlocks::new(context.clone()),
@@ -321,6 +325,46 @@ impl CudaServer {
             }
             points
         });
+        self.retire_foreign();
+    }
+
+    /// Gives back released foreign memory once the device is done with it: at once where
+    /// its stream point is complete, else through an event recorded on that stream, which
+    /// the completion thread waits for before dropping the memory (running its callback).
+    fn retire_foreign(&mut self) {
+        let mut released = self.memory.manager().take_released_foreign();
+        if released.is_empty() && self.foreign_waiting.is_empty() {
+            return;
+        }
+        released.append(&mut self.foreign_waiting);
+        for (memory, points) in released {
+            let pending: Vec<StreamPoint> = points
+                .into_iter()
+                .filter(|point| !StreamOrdering::is_complete(&mut self.streams, *point))
+                .collect();
+            let Some(last) = pending.first().map(|point| point.stream) else {
+                drop(memory);
+                continue;
+            };
+            if pending
+                .iter()
+                .any(|point| self.streams.is_capturing(point.stream))
+            {
+                self.foreign_waiting.push((memory, pending));
+                continue;
+            }
+            // One event after every pending point: `last` waits for the other streams.
+            for point in &pending[1..] {
+                if let Err(failure) = self.streams.order(last, point.stream) {
+                    self.shared.push_error(last, failure.into());
+                }
+            }
+            // On failure (a device fault, the completion thread gone) the job and the memory
+            // in it are dropped: the device can't use the memory any more either.
+            if let Err(error) = self.submit_job(last, Reply::Retire(Box::new(memory))) {
+                self.shared.push_error(last, error);
+            }
+        }
     }
 
     /// The device range of a binding.
@@ -470,6 +514,23 @@ impl ComputeServer for CudaServer {
     type Info = CudaInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = CudaStorage;
+
+    fn import_memory(
+        &mut self,
+        id: MemoryId,
+        memory: ForeignMemory,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        if let Err(error) = self.enter() {
+            // Its handle's release then finds a failed id, not an early release.
+            self.memory.record_failure(id, error.to_string());
+            return Err(error);
+        }
+        self.drain_releases();
+        self.memory.import(id, memory, stream)?;
+        self.last_use.insert(id, stream);
+        Ok(())
+    }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         if let Err(error) = self.enter() {

@@ -12,6 +12,7 @@
 use crate::context::CudaContext;
 use crate::driver;
 use cubert_runtime::IoError;
+use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::storage::{ComputeStorage, PageId, PageMapper, StorageHandle, StorageId};
 use cudarc::driver::sys::{self, CUdeviceptr};
 use std::collections::{HashMap, HashSet};
@@ -31,6 +32,9 @@ pub struct CudaStorage {
     context: Arc<CudaContext>,
     allocations: HashMap<StorageId, (CUdeviceptr, u64)>,
     ranges: HashMap<StorageId, (CUdeviceptr, u64)>,
+    /// Device memory allocated outside cubert (`ComputeClient::import_memory`), never
+    /// freed here.
+    foreign: HashMap<StorageId, ForeignMemory>,
     pages: HashSet<u64>,
     granularity: Option<u64>,
     next_id: u64,
@@ -43,6 +47,7 @@ impl CudaStorage {
             context,
             allocations: HashMap::new(),
             ranges: HashMap::new(),
+            foreign: HashMap::new(),
             pages: HashSet::new(),
             granularity: None,
             next_id: 0,
@@ -117,11 +122,58 @@ impl ComputeStorage for CudaStorage {
         }
     }
 
+    fn adopt(&mut self, memory: ForeignMemory) -> Result<StorageId, IoError> {
+        let (ptr, size) = (memory.address(), memory.size());
+        self.context
+            .bind()
+            .map_err(|failure| failure.into_io_error(size))?;
+        let refuse = |why: String| {
+            IoError::invalid(format!(
+                "can't import {ptr:#x} ({size} bytes) on CUDA device {}: {why}",
+                self.context.ordinal()
+            ))
+        };
+        let info = driver::memory::pointer_info(ptr).map_err(|failure| {
+            refuse(format!(
+                "the driver doesn't know the address as device memory ({})",
+                driver::describe(failure.error)
+            ))
+        })?;
+        if !info.is_device {
+            return Err(refuse("it is host memory, not device memory".into()));
+        }
+        if info.device != self.context.ordinal() as i32 {
+            return Err(refuse(format!("it belongs to device {}", info.device)));
+        }
+        if let Some((start, length)) = info.range {
+            let end = ptr.checked_add(size);
+            if end.is_none_or(|end| end > start.saturating_add(length)) {
+                return Err(refuse(format!(
+                    "the allocation it lies in ends at {:#x}",
+                    start.saturating_add(length)
+                )));
+            }
+        }
+        let id = self.next_id();
+        self.foreign.insert(id, memory);
+        Ok(id)
+    }
+
+    fn disown(&mut self, id: StorageId) -> Option<ForeignMemory> {
+        self.foreign.remove(&id)
+    }
+
     fn get(&mut self, handle: &StorageHandle) -> Option<CudaResource> {
-        let (ptr, size) = *self
+        let foreign = self
+            .foreign
+            .get(&handle.id)
+            .map(|memory| (memory.address(), memory.size()));
+        let (ptr, size) = self
             .allocations
             .get(&handle.id)
-            .or_else(|| self.ranges.get(&handle.id))?;
+            .or_else(|| self.ranges.get(&handle.id))
+            .copied()
+            .or(foreign)?;
         let end = handle.offset.checked_add(handle.size)?;
         (end <= size).then_some(CudaResource {
             ptr: ptr + handle.offset,

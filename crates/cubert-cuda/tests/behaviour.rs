@@ -8,10 +8,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cubert_cuda::interop::with_device_buffers;
 use cubert_cuda::{CudaDevice, CudaKernel, CudaResource, CudaRuntime, CudaServer, device_count};
 use cubert_runtime::config::CubertConfig;
+use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::{ComputeClient, CubeDim};
 use cubert_test_suite::{ClientOptions, TestBackend};
+use cudarc::driver::sys;
 
 /// Device ids the fresh clients can have.
 const TEST_DEVICES: u32 = 4;
@@ -61,6 +64,30 @@ impl TestBackend for Cuda {
 
     fn resource_len(resource: &CudaResource) -> u64 {
         resource.size
+    }
+
+    fn foreign_memory(
+        client: &ComputeClient<CudaRuntime>,
+        size: u64,
+        freed: Box<dyn FnOnce() + Send>,
+    ) -> Option<ForeignMemory> {
+        // `cuMemAlloc` on the runner thread, with the server's context current.
+        let address = with_device_buffers(client, &[], move |_, _| {
+            let mut ptr: sys::CUdeviceptr = 0;
+            // SAFETY: a valid out pointer; the context is current in the closure.
+            let result = unsafe { sys::cuMemAlloc_v2(&mut ptr, size as usize) };
+            (result == sys::CUresult::CUDA_SUCCESS).then_some(ptr)
+        })
+        .unwrap()
+        .expect("cuMemAlloc");
+        Some(ForeignMemory::new(address, size, move || {
+            // The release runs on a thread of the server, with its context current.
+            // SAFETY: allocated above, freed once, by the one release, after the last use.
+            // A failed free leaves `freed` uncalled, which the suite's count catches.
+            if unsafe { sys::cuMemFree_v2(address) } == sys::CUresult::CUDA_SUCCESS {
+                freed();
+            }
+        }))
     }
 }
 

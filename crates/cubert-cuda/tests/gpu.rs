@@ -803,6 +803,87 @@ fn lent_device_memory_is_ordered_with_the_clients_work() {
     assert!(error.to_string().contains("belongs to"), "{error}");
 }
 
+/// `import_memory` asks the driver about the range: host memory, and a range running past
+/// the allocation it starts in, are refused with `InvalidArgument` (their callbacks run at
+/// once); the same device memory imported at its true size works.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn imports_of_host_memory_or_past_the_allocation_are_refused() {
+    use cubert_cuda::interop::with_device_buffers;
+    use cubert_runtime::memory::ForeignMemory;
+    use cudarc::driver::sys;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let client = client();
+    let released = Arc::new(AtomicUsize::new(0));
+    let counted = |released: &Arc<AtomicUsize>| {
+        let released = released.clone();
+        move || {
+            released.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let refused = |memory: ForeignMemory, why: &str| {
+        // SAFETY: refused before the address is used.
+        let error = unsafe { client.import_memory(memory) }.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ServerError::Io(cubert_runtime::IoError::InvalidArgument { .. })
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains(why), "{error}");
+    };
+    let layout = std::alloc::Layout::from_size_align(1 << 16, 1 << 12).unwrap();
+    // SAFETY: a non-zero layout.
+    let host = unsafe { std::alloc::alloc_zeroed(layout) };
+    refused(
+        ForeignMemory::new(host as u64, 1 << 16, counted(&released)),
+        "device memory",
+    );
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(host, layout) };
+    let size = 1u64 << 20;
+    let device = with_device_buffers(&client, &[], move |_, _| {
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: a valid out pointer; the context is current in the closure.
+        let result = unsafe { sys::cuMemAlloc_v2(&mut ptr, size as usize) };
+        assert_eq!(result, sys::CUresult::CUDA_SUCCESS);
+        ptr
+    })
+    .unwrap();
+    refused(
+        ForeignMemory::new(device, 2 * size, counted(&released)),
+        "ends at",
+    );
+    assert_eq!(released.load(Ordering::SeqCst), 2);
+    let freed = released.clone();
+    let memory = ForeignMemory::new(device, size, move || {
+        // SAFETY: allocated above, freed once, after the last use, context current.
+        if unsafe { sys::cuMemFree_v2(device) } == sys::CUresult::CUDA_SUCCESS {
+            freed.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    // SAFETY: the megabyte is ours until the callback frees it.
+    let imported = unsafe { client.import_memory(memory) }.unwrap();
+    client
+        .write(&imported, Bytes::from_elems(vec![9u8; size as usize]))
+        .unwrap();
+    assert!(
+        client
+            .read_one(imported.clone())
+            .unwrap()
+            .iter()
+            .all(|b| *b == 9)
+    );
+    drop(imported);
+    let start = std::time::Instant::now();
+    while released.load(Ordering::SeqCst) < 3 && start.elapsed().as_secs() < 10 {
+        client.sync().unwrap();
+    }
+    assert_eq!(released.load(Ordering::SeqCst), 3);
+}
+
 /// cuBLAS's f32 and bf16 products, run on cubert handles through the interop, equal
 /// cubert's own matmul bit for bit on integer inputs (every partial sum exact in f32, every
 /// result exact in bf16), and a shape the handles don't hold is refused.

@@ -88,6 +88,10 @@ pub struct Features {
     /// `f64`. False on wgpu, whose shading languages have them for 32-bit floats only;
     /// such a kernel fails to build with an `Unsupported` error there.
     pub f64_transcendentals: bool,
+    /// Memory allocated outside cubert can become a handle
+    /// (`ComputeClient::import_memory`): device memory of the client's device on CUDA, host
+    /// memory on the CPU. False on wgpu, whose API can't wrap a foreign address in a buffer.
+    pub memory_import: bool,
 }
 
 impl Features {

@@ -6,6 +6,7 @@
 
 use crate::error::IoError;
 use crate::handle::Binding;
+use crate::memory::ForeignMemory;
 use std::fmt;
 
 /// The id of one raw allocation of a storage.
@@ -64,6 +65,27 @@ pub trait ComputeStorage: Send {
 
     /// Completes deferred deallocations, if the storage defers them.
     fn flush(&mut self) {}
+
+    /// Takes `memory` (allocated by someone else) as an allocation of this storage, resolved
+    /// by [`Self::get`] like its own until [`Self::disown`] gives it back. The default: this
+    /// storage can't address foreign memory.
+    ///
+    /// # Errors
+    /// [`IoError::UnsupportedIoOperation`] where the storage can't; a backend's check of the
+    /// range ([`IoError::InvalidArgument`]). `memory` is dropped on error, which runs its
+    /// release callback.
+    fn adopt(&mut self, memory: ForeignMemory) -> Result<StorageId, IoError> {
+        drop(memory);
+        Err(IoError::UnsupportedIoOperation {
+            backtrace: crate::backtrace::BackTrace::capture(),
+        })
+    }
+
+    /// Forgets the foreign allocation `id` ([`Self::adopt`]) and returns it, its release
+    /// callback not run yet; `None` for an id that isn't a foreign allocation.
+    fn disown(&mut self, _id: StorageId) -> Option<ForeignMemory> {
+        None
+    }
 
     /// The storage's page mapper, if it can back address ranges with individually mapped
     /// physical pages (CUDA virtual memory management). The memory manager then serves

@@ -3,6 +3,7 @@
 
 use cubert_runtime::StreamSettings;
 use cubert_runtime::config::{CubertConfig, DeviceHandleMode, ProfileLevel};
+use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::server::ComputeServer;
 use cubert_runtime::storage::ComputeStorage;
 use cubert_runtime::{ComputeClient, CubeDim, Runtime};
@@ -132,4 +133,16 @@ pub trait TestBackend: Send + Sync + 'static {
 
     /// Length in bytes of the range a storage resource covers.
     fn resource_len(resource: &ResourceOf<Self>) -> u64;
+
+    /// `size` bytes that `client`'s device can use, allocated outside cubert (the system
+    /// allocator on the CPU, `cuMemAlloc` on CUDA), aligned to the device's alignment, as a
+    /// [`ForeignMemory`] whose release frees them and then calls `freed`. `None` (the
+    /// default) where the backend can't import memory.
+    fn foreign_memory(
+        _client: &Client<Self>,
+        _size: u64,
+        _freed: Box<dyn FnOnce() + Send>,
+    ) -> Option<ForeignMemory> {
+        None
+    }
 }

@@ -56,6 +56,7 @@ pub mod create_read;
 pub mod device_handle;
 pub mod differential;
 pub mod errors;
+pub mod foreign_memory;
 pub mod gather_scatter;
 pub mod language;
 pub mod launch;
@@ -313,6 +314,12 @@ macro_rules! __for_each_suite_test {
                 collectives_of_different_kinds_fail_on_every_device_threaded,
                 collectives_of_different_kinds_fail_on_every_device_inline,
             }
+            foreign_memory {
+                imported_memory_is_used_in_place_and_released_after_its_last_use,
+                imported_memory_lives_while_a_view_of_it_does,
+                imported_bytes_count_in_no_usage_figure,
+                bad_imports_are_refused_and_released,
+            }
             memory_pools {
                 persistent_memory_modes_place_requests_as_documented,
                 installed_memory_pools_reshape_only_empty_pools,
@@ -514,7 +521,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 33] = [
+    const SOURCES: [(&str, &str); 34] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -522,6 +529,7 @@ mod tests {
         ("create_read", include_str!("create_read.rs")),
         ("device_handle", include_str!("device_handle.rs")),
         ("errors", include_str!("errors.rs")),
+        ("foreign_memory", include_str!("foreign_memory.rs")),
         ("gather_scatter", include_str!("gather_scatter.rs")),
         ("language", include_str!("language.rs")),
         ("language", include_str!("language/arithmetic.rs")),

@@ -106,6 +106,8 @@ pub fn wgpu_properties(
             // and gives the transcendental functions its own accuracy.
             strict_float_math: false,
             f64_transcendentals: false,
+            // A wgpu buffer can't wrap an address allocated elsewhere.
+            memory_import: false,
         },
         // Timestamp queries where the adapter has them (see `timestamps`).
         timing_method: if features.contains(crate::timestamps::FEATURES) {

@@ -189,3 +189,49 @@ pub fn host_device_pointer(host: *mut c_void) -> Result<CUdeviceptr, DriverFailu
         .during("cuMemHostGetDevicePointer")?;
     Ok(device)
 }
+
+/// What the driver knows about a device address (`cuPointerGetAttribute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// Whether the address is device memory (or managed memory), not host memory.
+    pub is_device: bool,
+    /// The ordinal of the device the memory belongs to.
+    pub device: i32,
+    /// The allocation the address lies in, `(start, size)`, where the driver reports it.
+    pub range: Option<(CUdeviceptr, u64)>,
+}
+
+fn pointer_attribute<T: Default>(
+    ptr: CUdeviceptr,
+    attribute: sys::CUpointer_attribute,
+) -> Result<T, DriverFailure> {
+    let mut value = T::default();
+    // SAFETY: `value` is a writable `T` of the type the attribute returns (the callers pair
+    // each attribute with its C type); the driver checks the address.
+    unsafe { sys::cuPointerGetAttribute((&raw mut value).cast::<c_void>(), attribute, ptr) }
+        .during("cuPointerGetAttribute")?;
+    Ok(value)
+}
+
+/// The driver's view of `ptr`: memory type, device, and the allocation around it.
+///
+/// # Errors
+/// The driver's error: `CUDA_ERROR_INVALID_VALUE` for an address the driver doesn't know
+/// (host memory it never saw, a freed or made-up address).
+pub fn pointer_info(ptr: CUdeviceptr) -> Result<PointerInfo, DriverFailure> {
+    use sys::CUpointer_attribute::*;
+    let memory_type: u32 = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE)?;
+    let device: i32 = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)?;
+    let start: Result<CUdeviceptr, _> =
+        pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR);
+    let size: Result<usize, _> = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_SIZE);
+    Ok(PointerInfo {
+        is_device: memory_type == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+            || memory_type == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32,
+        device,
+        range: start
+            .ok()
+            .zip(size.ok())
+            .map(|(start, size)| (start, size as u64)),
+    })
+}

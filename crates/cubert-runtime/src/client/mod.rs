@@ -16,6 +16,7 @@
 mod create;
 // Writes into existing memory.
 mod copy;
+mod import;
 mod write;
 // Reads.
 mod lazy_read;

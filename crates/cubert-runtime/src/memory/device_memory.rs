@@ -45,6 +45,7 @@
 //! ([`IoError::OutOfMemory`], [`IoError::BufferTooBig`], [`IoError::InvalidArgument`]).
 //! Nothing here panics, and the memory keeps working after any of them.
 
+use super::foreign::ForeignMemory;
 use super::id_map::IdMap;
 use super::manager::{MemoryLimits, MemoryManager, MemoryOptions};
 use super::ordering::{StreamOrdering, StreamPoint};
@@ -167,6 +168,25 @@ impl<S: ComputeStorage> DeviceMemory<S> {
                 self.manager.release_early(id);
             }
         }
+    }
+
+    /// Binds `id` to foreign memory for use on `stream` ([`MemoryManager::adopt`]). Once
+    /// the id is released, the memory waits in [`MemoryManager::take_released_foreign`] for
+    /// the backend to give it back after its last use.
+    ///
+    /// # Errors
+    /// The manager's refusal, recorded against `id` (see [`Self::record_failure`]) so that
+    /// its handle fails with the reason and its release is not mistaken for an early one.
+    /// `memory` is dropped on error, which runs its release callback.
+    pub fn import(
+        &mut self,
+        id: MemoryId,
+        memory: ForeignMemory,
+        stream: StreamId,
+    ) -> Result<(), IoError> {
+        self.manager.adopt(id, memory, stream).inspect_err(|error| {
+            self.failed.insert(id, error.to_string());
+        })
     }
 
     /// The storage resource of `binding`'s bytes.

@@ -27,6 +27,7 @@
 //! a block for `idle_release`.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
+use super::foreign::ForeignMemory;
 use super::growable_pool::GrowablePool;
 use super::id_map::IdMap;
 use super::mode::{ModeTable, PersistentMemory};
@@ -38,7 +39,7 @@ use crate::config::settings;
 use crate::config::values::{self, GIB};
 use crate::error::IoError;
 use crate::handle::MemoryId;
-use crate::storage::{ComputeStorage, StorageHandle};
+use crate::storage::{ComputeStorage, StorageHandle, StorageId};
 use crate::stream::StreamId;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -186,6 +187,15 @@ struct Slice {
     stream: StreamId,
 }
 
+/// Foreign memory bound to an id ([`MemoryManager::adopt`]): a whole storage allocation,
+/// never pooled.
+#[derive(Clone, Copy, Debug)]
+struct ForeignSlice {
+    storage: StorageId,
+    size: u64,
+    stream: StreamId,
+}
+
 /// What the manager knows about a live slice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceInfo {
@@ -214,6 +224,11 @@ pub struct MemoryManager<S: ComputeStorage> {
     /// When the growable pool last reserved or freed a block (ms since `started`).
     growable_used_ms: u64,
     slices: IdMap<Slice>,
+    /// Imported memory by id ([`Self::adopt`]).
+    foreign: IdMap<ForeignSlice>,
+    /// Imported memory whose id was released, with the stream points of its last use: the
+    /// backend gives it back once they are complete ([`Self::take_released_foreign`]).
+    released_foreign: Vec<(ForeignMemory, Vec<StreamPoint>)>,
     /// Allocations whose handles were all dropped before their reservation ran (see
     /// [`Self::release_early`]).
     released_early: IdMap<()>,
@@ -306,6 +321,8 @@ impl<S: ComputeStorage> MemoryManager<S> {
             growable,
             growable_used_ms: 0,
             slices: IdMap::default(),
+            foreign: IdMap::default(),
+            released_foreign: Vec::new(),
             released_early: IdMap::default(),
             modes: ModeTable::default(),
             started: Instant::now(),
@@ -463,14 +480,67 @@ impl<S: ComputeStorage> MemoryManager<S> {
         }
     }
 
-    /// Whether `id` is bound to a slice.
+    /// Whether `id` is bound to a slice (pooled or imported).
     pub fn contains(&self, id: MemoryId) -> bool {
-        self.slices.contains_key(&id)
+        self.slices.contains_key(&id) || self.foreign.contains_key(&id)
     }
 
-    /// Number of live slices.
+    /// Number of live slices of the pools (imported memory not counted).
     pub fn live_slices(&self) -> usize {
         self.slices.len()
+    }
+
+    /// Binds `id` to foreign memory (`ComputeClient::import_memory`) for use on `stream`:
+    /// the storage adopts it ([`ComputeStorage::adopt`]) and the manager resolves the id to
+    /// it until the id is released, never pooling it. Imported bytes count in no usage
+    /// figure: cubert did not reserve them.
+    ///
+    /// # Errors
+    /// [`IoError::InvalidArgument`] for a zero address or size, an address not aligned to
+    /// the storage's alignment, or an id already bound; the storage's refusal
+    /// ([`IoError::UnsupportedIoOperation`] where it can't address foreign memory). On
+    /// error `memory` is dropped, which runs its release callback.
+    pub fn adopt(
+        &mut self,
+        id: MemoryId,
+        memory: ForeignMemory,
+        stream: StreamId,
+    ) -> Result<(), IoError> {
+        let (address, size) = (memory.address(), memory.size());
+        if address == 0 || size == 0 {
+            return Err(IoError::invalid(format!(
+                "can't import foreign memory at {address:#x} of {size} bytes: the address and \
+                 the size must not be 0"
+            )));
+        }
+        let alignment = self.storage.alignment();
+        if !address.is_multiple_of(alignment) {
+            return Err(IoError::invalid(format!(
+                "can't import foreign memory at {address:#x}: the address must be a multiple \
+                 of {alignment} bytes (the device's alignment, which kernels' vector loads rely \
+                 on)"
+            )));
+        }
+        if self.contains(id) {
+            return Err(IoError::invalid(format!("{id} is already bound to memory")));
+        }
+        let storage = self.storage.adopt(memory)?;
+        self.foreign.insert(
+            id,
+            ForeignSlice {
+                storage,
+                size,
+                stream,
+            },
+        );
+        Ok(())
+    }
+
+    /// Imported memory released since the last call, each with the stream points its last
+    /// use may still be running at: drop each once they are complete (dropping runs its
+    /// release callback).
+    pub fn take_released_foreign(&mut self) -> Vec<(ForeignMemory, Vec<StreamPoint>)> {
+        std::mem::take(&mut self.released_foreign)
     }
 
     fn alignment(&self) -> u64 {
@@ -750,7 +820,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         })
     }
 
-    fn try_allocate(&mut self, size: u64) -> Result<crate::storage::StorageId, IoError> {
+    fn try_allocate(&mut self, size: u64) -> Result<StorageId, IoError> {
         if let Some(error) = self.over_capacity(size, size) {
             return Err(error);
         }
@@ -767,7 +837,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
         rounded: u64,
         requested: u64,
         ordering: &mut dyn StreamOrdering,
-    ) -> Result<(crate::storage::StorageId, u64), IoError> {
+    ) -> Result<(StorageId, u64), IoError> {
         match self.try_allocate(segment_size) {
             Ok(id) => return Ok((id, segment_size)),
             Err(IoError::OutOfMemory { .. }) => {}
@@ -804,7 +874,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// when all queued work is complete). Returns `false` if `id` was not bound.
     pub fn release(&mut self, id: MemoryId, points: Vec<StreamPoint>) -> bool {
         let Some(slice) = self.slices.remove(&id) else {
-            return false;
+            return self.release_foreign(id, points);
         };
         if slice.pool == PoolKind::Paged {
             return self
@@ -822,6 +892,18 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let tick = self.tick_ms;
         self.pool(slice.pool)
             .free(slice.taken.segment, slice.taken.offset, points, tick)
+    }
+
+    /// Releases imported memory `id`: the storage disowns it and it waits in
+    /// [`Self::take_released_foreign`] with its stream points.
+    fn release_foreign(&mut self, id: MemoryId, points: Vec<StreamPoint>) -> bool {
+        let Some(slice) = self.foreign.remove(&id) else {
+            return false;
+        };
+        if let Some(memory) = self.storage.disown(slice.storage) {
+            self.released_foreign.push((memory, points));
+        }
+        true
     }
 
     /// Notes that allocation `id`, not bound to memory yet, was released: its reservation
@@ -857,7 +939,17 @@ impl<S: ComputeStorage> MemoryManager<S> {
 
     /// The slice bound to `id`.
     pub fn slice(&self, id: MemoryId) -> Option<SliceInfo> {
-        let slice = self.slices.get(&id)?;
+        let Some(slice) = self.slices.get(&id) else {
+            let foreign = self.foreign.get(&id)?;
+            return Some(SliceInfo {
+                storage: StorageHandle {
+                    id: foreign.storage,
+                    offset: 0,
+                    size: foreign.size,
+                },
+                stream: foreign.stream,
+            });
+        };
         let (storage, _) = if slice.pool == PoolKind::Paged {
             self.paged.as_ref()?.storage_of(slice.taken.segment)?
         } else if slice.pool == PoolKind::Growable {

@@ -7,10 +7,12 @@
 //! allocation windows. [`DeviceMemory`] is what a server holds: the manager with the release
 //! queue, the early releases and the failed reservations around it (`device_memory`).
 //! [`IdMap`] (`id_map`) is the fast map by memory id they all use. `trace` reads and
-//! writes allocation traces; `training_trace` generates those of training loops.
+//! writes allocation traces; `training_trace` generates those of training loops. `foreign`
+//! is memory cubert did not allocate, imported with a release callback ([`ForeignMemory`]).
 
 pub mod block_pool;
 mod device_memory;
+mod foreign;
 pub mod growable_pool;
 mod id_map;
 mod manager;
@@ -22,6 +24,7 @@ pub mod training_trace;
 mod usage;
 
 pub use device_memory::{Allocation, DeviceMemory};
+pub use foreign::ForeignMemory;
 pub use id_map::{IdHasher, IdMap};
 pub use manager::{MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
 pub use mode::{MemoryAllocationMode, ModeTable, PersistentMemory};

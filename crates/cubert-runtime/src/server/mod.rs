@@ -35,7 +35,7 @@ use crate::host_slice::HostSlice;
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::layout::MemoryLayoutPolicy;
 use crate::logging::ServerLogger;
-use crate::memory::{MemoryAllocationMode, MemoryReport, MemoryUsage};
+use crate::memory::{ForeignMemory, MemoryAllocationMode, MemoryReport, MemoryUsage};
 use crate::profile::{ProfileDuration, ProfilingToken};
 use crate::properties::DeviceProperties;
 use crate::storage::{ComputeStorage, ManagedResource};
@@ -209,6 +209,26 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// [`ServerError::Io`] with [`IoError::InvalidArgument`] when live allocations already
     /// hold more than `cap` (the cap is left as it was).
     fn set_memory_cap(&mut self, cap: Option<u64>, stream: StreamId) -> Result<(), ServerError>;
+
+    /// Binds allocation `id` to `memory`, allocated outside cubert, for use on `stream`
+    /// (`ComputeClient::import_memory`; see [`ForeignMemory`] for when its release callback
+    /// runs). The default: this backend can't import memory.
+    ///
+    /// # Errors
+    /// [`ServerError::Unsupported`] where the backend can't; [`ServerError::Io`] with
+    /// [`IoError::InvalidArgument`] for a range the backend refuses. `memory` is dropped on
+    /// error, which runs its release callback.
+    fn import_memory(
+        &mut self,
+        _id: MemoryId,
+        memory: ForeignMemory,
+        _stream: StreamId,
+    ) -> Result<(), ServerError> {
+        drop(memory);
+        Err(ServerError::unsupported_by::<Self>(
+            "importing foreign memory",
+        ))
+    }
 
     /// Installs new memory-pool options
     /// ([`MemoryManager::install_options`](crate::memory::MemoryManager::install_options) says
