@@ -28,6 +28,7 @@ pub mod copy;
 pub mod device;
 pub mod device_handle;
 pub mod distributed;
+pub mod dry_run;
 pub use cubert_lang as lang;
 pub use cubert_lang::elem;
 pub mod error;

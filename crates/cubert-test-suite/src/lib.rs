@@ -55,6 +55,7 @@ pub mod config;
 pub mod create_read;
 pub mod device_handle;
 pub mod differential;
+pub mod dry_run;
 pub mod errors;
 pub mod foreign_memory;
 pub mod gather_scatter;
@@ -314,6 +315,9 @@ macro_rules! __for_each_suite_test {
                 collectives_of_different_kinds_fail_on_every_device_threaded,
                 collectives_of_different_kinds_fail_on_every_device_inline,
             }
+            dry_run {
+                a_dry_run_of_the_device_reaches_its_memory_peaks,
+            }
             foreign_memory {
                 imported_memory_is_used_in_place_and_released_after_its_last_use,
                 imported_memory_lives_while_a_view_of_it_does,
@@ -521,7 +525,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 34] = [
+    const SOURCES: [(&str, &str); 35] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -529,6 +533,7 @@ mod tests {
         ("create_read", include_str!("create_read.rs")),
         ("device_handle", include_str!("device_handle.rs")),
         ("errors", include_str!("errors.rs")),
+        ("dry_run", include_str!("dry_run.rs")),
         ("foreign_memory", include_str!("foreign_memory.rs")),
         ("gather_scatter", include_str!("gather_scatter.rs")),
         ("language", include_str!("language.rs")),
