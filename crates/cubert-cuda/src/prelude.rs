@@ -1,15 +1,19 @@
 //! The CUDA C++ prelude prepended to every kernel compiled from source.
 //!
 //! It defines the kernel ABI (`cubert::Args`, see `kernel.rs`), the bounds-checked accessors,
-//! and storage types for f16/bf16 with round-to-nearest-even conversions written out in
-//! plain integer code, so kernels need no CUDA headers (NVRTC runs without include paths).
+//! and storage types for f16/bf16 and the 8-bit floats e4m3/e5m2 with round-to-nearest-even
+//! conversions written out in plain integer code, so kernels need no CUDA headers (NVRTC
+//! runs without include paths). On sm_89 and later, `float` to e4m3/e5m2 uses the native
+//! `cvt.rn.satfinite` instruction for every value but NaN (which gives the canonical
+//! `0x7f`, as the software path does); the software path is a port of `cubert-lang`'s
+//! `fp8` module, bit for bit.
 //!
 //! `CUBERT_CHECKED` (0 or 1) selects checked or raw accesses; `CUBERT_VALIDATE` (0 or 1)
 //! also prints every out-of-bounds access from the device. The runtime defines both when it
 //! compiles a kernel for a launch's execution mode.
 
 /// Version of the prelude; part of every compile-cache key.
-pub const PRELUDE_VERSION: u32 = 4;
+pub const PRELUDE_VERSION: u32 = 5;
 
 /// The prelude source.
 pub const PRELUDE: &str = r#"
@@ -238,6 +242,100 @@ __device__ __forceinline__ bf16 f64_to_bf16(double value) {
     if ((mantissa & round_bit) != 0 && ((mantissa & (3u * round_bit - 1u)) | sticky) != 0) bits += 1;
     return make_bf16(bits);
 }
+
+// 8-bit float storage types: e4m3 ("E4M3FN": bias 7, 3 mantissa bits, no infinities, NaN
+// 0x7f/0xff, max 448) and e5m2 (bias 15, 2 mantissa bits, infinities, max 57344). Ports of
+// `cubert-lang`'s `fp8` module: to float exact (NaN: the quiet NaN of its sign); from float
+// nearest-even, saturating to the largest finite value (infinities too: satfinite), NaN to
+// 0x7f; from double rounded to odd at float first, so it rounds once.
+struct e4m3 { unsigned char bits; };
+struct e5m2 { unsigned char bits; };
+
+__device__ __forceinline__ e4m3 make_e4m3(u32 bits) { e4m3 h; h.bits = (unsigned char)bits; return h; }
+__device__ __forceinline__ e5m2 make_e5m2(u32 bits) { e5m2 h; h.bits = (unsigned char)bits; return h; }
+
+// The value of 8-bit float `bits` with `man` mantissa bits, bias `bias`, largest finite
+// code `max_code`, and infinity at `max_code + 1` if `inf`.
+__device__ __forceinline__ float fp8_to_f32(u32 bits, u32 man, int bias, u32 max_code, bool inf) {
+    u32 sign = (bits & 0x80u) << 24;
+    u32 mag = bits & 0x7fu;
+    if (mag > max_code + (inf ? 1u : 0u)) return __uint_as_float(sign | 0x7fc00000u);
+    if (inf && mag == max_code + 1u) return __uint_as_float(sign | 0x7f800000u);
+    u32 exponent = mag >> man, mantissa = mag & ((1u << man) - 1u);
+    float m;
+    if (exponent == 0u) {
+        m = (float)mantissa * __uint_as_float((u32)(127 + 1 - bias - (int)man) << 23);
+    } else {
+        m = __uint_as_float(((u32)((int)exponent - bias + 127) << 23) | (mantissa << (23u - man)));
+    }
+    return __uint_as_float(sign | __float_as_uint(m));
+}
+
+// As `fp8_to_f32`, to double, a NaN built with integers (see f16_to_f64).
+__device__ __forceinline__ double fp8_to_f64(u32 bits, u32 man, int bias, u32 max_code, bool inf) {
+    if ((bits & 0x7fu) > max_code + (inf ? 1u : 0u)) {
+        unsigned long long sign = (unsigned long long)(bits & 0x80u) << 56;
+        return __longlong_as_double((long long)(sign | 0x7ff8000000000000ULL));
+    }
+    return (double)fp8_to_f32(bits, man, bias, max_code, inf);
+}
+
+__device__ __forceinline__ u32 f32_to_fp8(float value, u32 man, int bias, u32 max_code) {
+    u32 x = __float_as_uint(value);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fu;
+    u32 sign = (x >> 24) & 0x80u;
+    u32 field = (x >> 23) & 0xffu;
+    u32 significand = field == 0u ? (x & 0x7fffffu) : ((x & 0x7fffffu) | 0x800000u);
+    int exponent = field == 0u ? -126 : (int)field - 127;
+    int biased = exponent + bias;
+    int drop = 23 - (int)man + (biased >= 1 ? 0 : 1 - biased);
+    if (drop > 31) drop = 31;
+    u32 kept = significand >> drop;
+    u32 rest = significand & ((1u << drop) - 1u);
+    u32 half = 1u << (drop - 1);
+    if (rest > half || (rest == half && (kept & 1u) != 0u)) kept += 1u;
+    u32 code = biased >= 1 ? (((u32)(biased - 1)) << man) + kept : kept;
+    if (code > max_code) code = max_code;
+    return sign | code;
+}
+
+// `value` rounded toward zero to float, the last bit set if that dropped anything.
+__device__ __forceinline__ float f64_to_f32_odd(double value) {
+    if (value != value) return __uint_as_float(0x7fc00000u);
+    float t = __double2float_rz(value);
+    if ((double)t != value) t = __uint_as_float(__float_as_uint(t) | 1u);
+    return t;
+}
+
+__device__ __forceinline__ float e4m3_to_f32(e4m3 v) { return fp8_to_f32(v.bits, 3u, 7, 0x7eu, false); }
+__device__ __forceinline__ float e5m2_to_f32(e5m2 v) { return fp8_to_f32(v.bits, 2u, 15, 0x7bu, true); }
+__device__ __forceinline__ double e4m3_to_f64(e4m3 v) { return fp8_to_f64(v.bits, 3u, 7, 0x7eu, false); }
+__device__ __forceinline__ double e5m2_to_f64(e5m2 v) { return fp8_to_f64(v.bits, 2u, 15, 0x7bu, true); }
+
+__device__ __forceinline__ e4m3 f32_to_e4m3(float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (value == value) {
+        unsigned short pair;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(value));
+        return make_e4m3(pair & 0xffu);
+    }
+#endif
+    return make_e4m3(f32_to_fp8(value, 3u, 7, 0x7eu));
+}
+
+__device__ __forceinline__ e5m2 f32_to_e5m2(float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (value == value) {
+        unsigned short pair;
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(value));
+        return make_e5m2(pair & 0xffu);
+    }
+#endif
+    return make_e5m2(f32_to_fp8(value, 2u, 15, 0x7bu));
+}
+
+__device__ __forceinline__ e4m3 f64_to_e4m3(double value) { return f32_to_e4m3(f64_to_f32_odd(value)); }
+__device__ __forceinline__ e5m2 f64_to_e5m2(double value) { return f32_to_e5m2(f64_to_f32_odd(value)); }
 
 } // namespace cubert
 // ---- end of cubert prelude -----------------------------------------------------------

@@ -20,7 +20,10 @@ use cudarc::driver::sys::{
 
 fn data_type(elem: ElemType) -> Result<DataType, LaunchError> {
     Ok(match elem {
-        ElemType::U8 | ElemType::Bool => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        // Tensor maps move bytes: booleans and the 8-bit floats as bytes.
+        ElemType::U8 | ElemType::Bool | ElemType::E4M3 | ElemType::E5M2 => {
+            DataType::CU_TENSOR_MAP_DATA_TYPE_UINT8
+        }
         ElemType::U16 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
         ElemType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
         ElemType::I32 => DataType::CU_TENSOR_MAP_DATA_TYPE_INT32,

@@ -185,7 +185,7 @@ fn definitions() -> Vec<KernelDefinition> {
         units: 1,
         wide: false,
     });
-    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+    for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         for (index, split) in splits.iter().enumerate() {
             let name = format!("reduce_sum_{elem}_{index}");
             all.push(
@@ -201,7 +201,7 @@ fn definitions() -> Vec<KernelDefinition> {
     // takes a second or two to compile).
     let unit = MatmulTiling::Unit { rows: 8, cols: 4 };
     let tilings = matmul_tilings();
-    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+    for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         let chosen: Vec<MatmulTiling> = if elem == ElemType::F32 {
             tilings.iter().map(|(_, tiling)| *tiling).collect()
         } else {

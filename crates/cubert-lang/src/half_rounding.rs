@@ -15,8 +15,9 @@
 use half::{bf16, f16};
 
 /// `value` rounded toward zero to `f32`, with the last mantissa bit set if that dropped
-/// anything ("round to odd").
-fn f32_round_to_odd(value: f64) -> f32 {
+/// anything ("round to odd"). Also the first step of `f64` to the 8-bit floats
+/// ([`crate::fp8`]), whose at most 4 significant bits are far fewer than `f32`'s 24 less 2.
+pub(crate) fn f32_round_to_odd(value: f64) -> f32 {
     if !value.is_finite() {
         return value as f32;
     }

@@ -6,8 +6,8 @@
 //! code, the element types ([`elem`]) and scalar traits ([`scalar`]) they share, and the
 //! [`KernelDefinition`] a backend builds a kernel from.
 //!
-//! Modules: `elem` (element types), `half_rounding` (correctly rounded f64 to half
-//! conversions), `scalar` (the traits kernels are generic over), `ir`, `expand`, `native`,
+//! Modules: `elem` (element types), `fp8` (the 8-bit float types `e4m3` and `e5m2`),
+//! `half_rounding` (correctly rounded f64 to half conversions), `scalar` (the traits kernels are generic over), `ir`, `expand`, `native`,
 //! `definition`, `prelude` (what a kernel author imports).
 
 #![warn(missing_docs)]
@@ -15,6 +15,7 @@
 pub mod definition;
 pub mod elem;
 pub mod expand;
+pub mod fp8;
 pub mod half_rounding;
 pub mod ir;
 pub mod native;

@@ -5,6 +5,7 @@
 //! also replaces the cooperative calls (`sync_cube()`, `plane_sum(v)`, ...,
 //! `atomic_add(x, i, v)`, ..., `SharedMemory::<T>::new(len)`).
 
+pub use crate::fp8::{e4m3, e5m2};
 pub use crate::native::{Array, SharedMemory, Tensor};
 pub use crate::scalar::{Float, Int, Numeric, Scalar};
 pub use half::{bf16, f16};

@@ -7,10 +7,11 @@
 //! expansion side ([`crate::expand::Val`]) records the same operations as IR.
 
 use crate::elem::ElemType;
+use crate::fp8::{e4m3, e5m2};
 use half::{bf16, f16};
 use std::fmt::Debug;
 
-/// A type a kernel can hold in a variable or an array: the 12 element types and `bool`.
+/// A type a kernel can hold in a variable or an array: the 14 element types and `bool`.
 pub trait Scalar: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
     /// The element type.
     const ELEM: ElemType;
@@ -42,7 +43,7 @@ pub enum Widened {
     Float(f64),
 }
 
-/// A scalar with arithmetic: every type but `bool`.
+/// A scalar with arithmetic: every type but `bool` and the 8-bit floats.
 pub trait Numeric: Scalar {
     /// `a + b` (wrapping for integers).
     fn add(a: Self, b: Self) -> Self;
@@ -380,6 +381,40 @@ macro_rules! half_float {
 half_float! {
     f16 => F16, crate::half_rounding::f64_to_f16;
     bf16 => BF16, crate::half_rounding::f64_to_bf16;
+}
+
+/// The 8-bit floats: storage types with conversions and no arithmetic (they are
+/// [`Scalar`] but not [`Numeric`], so `a + b` on them doesn't compile in a kernel). To a
+/// type of these, a float rounds once from its `f64` value to nearest even and saturates
+/// (NaN gives `0x7f`), an integer through `f64` as for the half types.
+macro_rules! fp8_scalar {
+    ($($ty:ty => $elem:ident;)*) => {$(
+        impl Scalar for $ty {
+            const ELEM: ElemType = ElemType::$elem;
+            fn to_bits(self) -> u64 {
+                u64::from(<$ty>::to_bits(self))
+            }
+            fn from_bits(bits: u64) -> Self {
+                <$ty>::from_bits(bits as u8)
+            }
+            #[inline]
+            fn widen(self) -> Widened {
+                Widened::Float(self.to_f64())
+            }
+            #[inline]
+            fn narrow(value: Widened) -> Self {
+                match value {
+                    Widened::Int(v) => <$ty>::from_f64(v as f64),
+                    Widened::Float(v) => <$ty>::from_f64(v),
+                }
+            }
+        }
+    )*};
+}
+
+fp8_scalar! {
+    e4m3 => E4M3;
+    e5m2 => E5M2;
 }
 
 /// The error function, through the `libm` crate (a port of FreeBSD's `s_erf.c`): the

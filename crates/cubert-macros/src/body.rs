@@ -41,8 +41,9 @@ pub struct Context {
     pub exclusive: bool,
 }
 
-const SCALAR_TYPES: [&str; 13] = [
-    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
+const SCALAR_TYPES: [&str; 15] = [
+    "e4m3", "e5m2", "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
+    "u64", "bool",
 ];
 
 const BUILTINS: [(&str, &str, &str); 22] = [

@@ -12,6 +12,7 @@
 
 use crate::backend::TestBackend;
 use crate::support::{client, read_elems, upload};
+use cubert_runtime::lang::fp8::{e4m3, e5m2};
 use cubert_runtime::{ElemType, half_rounding, ops};
 use half::{bf16, f16};
 use num_traits::AsPrimitive;
@@ -52,6 +53,9 @@ where
         ElemType::U32 => bytes(AsPrimitive::<u32>::as_(value)),
         ElemType::U64 => bytes(AsPrimitive::<u64>::as_(value)),
         ElemType::Bool => vec![u8::from(value != S::default())],
+        // Rounded once from the exact value (the half types' values are exact in f64).
+        ElemType::E4M3 => bytes(e4m3::from_f64(AsPrimitive::<f64>::as_(value))),
+        ElemType::E5M2 => bytes(e5m2::from_f64(AsPrimitive::<f64>::as_(value))),
     }
 }
 

@@ -622,6 +622,12 @@ fn operand_bytes(values: &[i64], elem: ElemType) -> Vec<u8> {
         match elem {
             ElemType::F16 => bytes.extend(half::f16::from_f64(v as f64).to_le_bytes()),
             ElemType::BF16 => bytes.extend(half::bf16::from_f64(v as f64).to_le_bytes()),
+            ElemType::E4M3 => {
+                bytes.push(cubert_runtime::lang::fp8::e4m3::from_f64(v as f64).to_bits())
+            }
+            ElemType::E5M2 => {
+                bytes.push(cubert_runtime::lang::fp8::e5m2::from_f64(v as f64).to_bits())
+            }
             ElemType::F32 => bytes.extend((v as f32).to_le_bytes()),
             ElemType::F64 => bytes.extend((v as f64).to_le_bytes()),
             ElemType::I8 => bytes.extend((v as i8).to_le_bytes()),

@@ -482,7 +482,7 @@ fn every_standard_kernel_prints_valid_wgsl() {
             all.push((definition, (256, 1, 1)));
         }
     }
-    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+    for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         for (index, split) in reduce_splits().into_iter().enumerate() {
             let name = format!("reduce_sum_{elem}_{index}");
             let (definition, cube_dim) =

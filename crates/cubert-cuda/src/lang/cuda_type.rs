@@ -3,11 +3,14 @@
 use cubert_lang::ElemType;
 use cubert_lang::ir::Constant;
 
-/// The C++ type holding a value of `elem` (half types are the prelude's storage structs).
+/// The C++ type holding a value of `elem` (half types and the 8-bit floats are the
+/// prelude's storage structs).
 pub fn name(elem: ElemType) -> &'static str {
     match elem {
         ElemType::F16 => "cubert::f16",
         ElemType::BF16 => "cubert::bf16",
+        ElemType::E4M3 => "cubert::e4m3",
+        ElemType::E5M2 => "cubert::e5m2",
         ElemType::F32 => "float",
         ElemType::F64 => "double",
         ElemType::I8 => "signed char",
@@ -93,6 +96,8 @@ pub fn constant(constant: Constant) -> String {
     match constant.elem {
         ElemType::F16 => format!("cubert::make_f16(0x{:04x}u)", bits as u16),
         ElemType::BF16 => format!("cubert::make_bf16(0x{:04x}u)", bits as u16),
+        ElemType::E4M3 => format!("cubert::make_e4m3(0x{:02x}u)", bits as u8),
+        ElemType::E5M2 => format!("cubert::make_e5m2(0x{:02x}u)", bits as u8),
         ElemType::F32 => format!("__int_as_float(0x{:08x})", bits as u32),
         ElemType::F64 => format!("__longlong_as_double(0x{bits:016x}ll)"),
         ElemType::Bool => (if bits & 0xff != 0 { "true" } else { "false" }).to_string(),

@@ -72,6 +72,10 @@ __device__ __forceinline__ float h2f(cubert::f16 v) { return cubert::f16_to_f32(
 __device__ __forceinline__ float h2f(cubert::bf16 v) { return cubert::bf16_to_f32(v); }
 __device__ __forceinline__ double h2d(cubert::f16 v) { return cubert::f16_to_f64(v); }
 __device__ __forceinline__ double h2d(cubert::bf16 v) { return cubert::bf16_to_f64(v); }
+__device__ __forceinline__ float h2f(cubert::e4m3 v) { return cubert::e4m3_to_f32(v); }
+__device__ __forceinline__ float h2f(cubert::e5m2 v) { return cubert::e5m2_to_f32(v); }
+__device__ __forceinline__ double h2d(cubert::e4m3 v) { return cubert::e4m3_to_f64(v); }
+__device__ __forceinline__ double h2d(cubert::e5m2 v) { return cubert::e5m2_to_f64(v); }
 // A tensor's metadata (see `ir::Operation::TensorMeta`): field 0 the rank, 1 the extent of
 // `dim` (1 past the rank), 2 its stride (0 past the rank); saturated to u32.
 __device__ __forceinline__ unsigned int tensor_meta(const cubert::Args& a, unsigned int header, int field, unsigned int dim) {
@@ -383,10 +387,10 @@ impl Printer<'_> {
         }
     }
 
-    /// An operand of a half type, as `float`.
+    /// An operand of a half type or an 8-bit float, as `float`.
     fn as_float(&self, value: Value) -> String {
         let text = self.value(value);
-        if is_half(value.elem()) {
+        if is_half(value.elem()) || value.elem().is_fp8() {
             format!("cubert_lang::h2f({text})")
         } else {
             text
@@ -398,6 +402,8 @@ impl Printer<'_> {
         match elem {
             ElemType::F16 => format!("cubert::f32_to_f16({text})"),
             ElemType::BF16 => format!("cubert::f32_to_bf16({text})"),
+            ElemType::E4M3 => format!("cubert::f32_to_e4m3({text})"),
+            ElemType::E5M2 => format!("cubert::f32_to_e5m2({text})"),
             _ => text,
         }
     }
@@ -547,7 +553,9 @@ impl Printer<'_> {
         out: ElemType,
     ) -> Result<String, GenerateError> {
         let elem = a.elem();
-        if is_half(elem) {
+        // The 8-bit floats have no arithmetic (they aren't `Numeric`): only comparisons
+        // reach here, in `float`.
+        if is_half(elem) || elem.is_fp8() {
             let (x, y) = (self.as_float(a), self.as_float(b));
             let computed = match op {
                 BinaryOp::Add => format!("({x} + {y})"),
@@ -677,18 +685,22 @@ impl Printer<'_> {
         // The source as double (exact for every type but the 64-bit integers, which go
         // through their own paths below).
         let as_double = match from {
-            ElemType::F16 | ElemType::BF16 => format!("cubert_lang::h2d({text})"),
+            ElemType::F16 | ElemType::BF16 | ElemType::E4M3 | ElemType::E5M2 => {
+                format!("cubert_lang::h2d({text})")
+            }
             ElemType::Bool => format!("(({text}) ? 1.0 : 0.0)"),
             _ => format!("(double)({text})"),
         };
+        // A type stored as bits and widened through `h2f` (exact to float).
+        let narrow = |elem: ElemType| is_half(elem) || elem.is_fp8();
         match to {
             ElemType::Bool => match from {
-                half if is_half(half) => format!("(cubert_lang::h2f({text}) != 0.0f)"),
+                half if narrow(half) => format!("(cubert_lang::h2f({text}) != 0.0f)"),
                 _ => format!("(({text}) != 0)"),
             },
             ElemType::F64 => as_double,
             ElemType::F32 => match from {
-                half if is_half(half) => format!("cubert_lang::h2f({text})"),
+                half if narrow(half) => format!("cubert_lang::h2f({text})"),
                 ElemType::Bool => format!("(({text}) ? 1.0f : 0.0f)"),
                 // One rounding from every integer and from double (cvt.rn).
                 _ => format!("(float)({text})"),
@@ -701,6 +713,17 @@ impl Printer<'_> {
                 ElemType::F32 => format!("cubert::f32_to_bf16({text})"),
                 _ => format!("cubert::f64_to_bf16({as_double})"),
             },
+            // One rounding: the narrow float types widen to float exactly.
+            ElemType::E4M3 | ElemType::E5M2 => {
+                let to = to.name();
+                match from {
+                    ElemType::F32 => format!("cubert::f32_to_{to}({text})"),
+                    narrow_from if narrow(narrow_from) => {
+                        format!("cubert::f32_to_{to}(cubert_lang::h2f({text}))")
+                    }
+                    _ => format!("cubert::f64_to_{to}({as_double})"),
+                }
+            }
             int => {
                 let ty = name(int);
                 if from.is_float() {

@@ -58,6 +58,8 @@ impl Constant {
         match self.elem {
             ElemType::F16 => half::f16::from_bits(self.bits as u16).to_f64(),
             ElemType::BF16 => half::bf16::from_bits(self.bits as u16).to_f64(),
+            ElemType::E4M3 => crate::fp8::e4m3::from_bits(self.bits as u8).to_f64(),
+            ElemType::E5M2 => crate::fp8::e5m2::from_bits(self.bits as u8).to_f64(),
             ElemType::F32 => f64::from(f32::from_bits(self.bits as u32)),
             ElemType::F64 => f64::from_bits(self.bits),
             ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64 => self.as_i64() as f64,

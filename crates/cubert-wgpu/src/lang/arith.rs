@@ -19,7 +19,9 @@ use super::error::{GenerateError, fail};
 use super::float::{self, Format};
 use super::half;
 use super::helpers::Helpers;
-use super::wgsl_type::{bits, is_half, is_int, is_signed_int, normalize, register, zero};
+use super::wgsl_type::{
+    bits, is_half, is_int, is_narrow_float, is_signed_int, normalize, register, zero,
+};
 use cubert_lang::ElemType;
 use cubert_lang::ir::{BinaryOp, MathOp, UnaryOp};
 
@@ -83,11 +85,12 @@ pub(super) fn binary(
         return Ok(match elem {
             ElemType::F16 => format!("(({x} & 0x7fffu) > 0x7c00u)"),
             ElemType::BF16 => format!("(({x} & 0x7fffu) > 0x7f80u)"),
+            ElemType::E4M3 | ElemType::E5M2 => super::fp8::is_nan(elem, x),
             ElemType::F64 => format!("{}({x})", float::is_nan(helpers, Format::F64)),
             _ => format!("{}({x})", float::is_nan(helpers, Format::F32)),
         });
     }
-    if is_half(elem) {
+    if is_narrow_float(elem) {
         let (a, b) = (half::widen(helpers, elem, x), half::widen(helpers, elem, y));
         if op.is_comparison() {
             return Ok(float_comparison(op, &a, &b));

@@ -12,6 +12,8 @@
 //! - To a half type rounds once from the `f64` value, as the CPU does: integers are first
 //!   rounded to odd at 24 bits (after rounding 64-bit ones to `f64`'s 53), which the final
 //!   rounding to 11 or 8 bits can't double-round.
+//! - To an 8-bit float likewise (once, nearest even, saturating; NaN gives `0x7f`), through
+//!   the same helpers (`fp8`).
 //! - `f32` to `f64` and back are written on the bits too (exact, and nearest even).
 //! - A number is `true` when it isn't zero (NaN included).
 
@@ -19,7 +21,7 @@ use super::error::GenerateError;
 use super::float::{self, Format};
 use super::half;
 use super::helpers::Helpers;
-use super::wgsl_type::{is_half, is_int, is_signed_int, normalize, one, register, zero};
+use super::wgsl_type::{is_int, is_narrow_float, is_signed_int, normalize, one, register, zero};
 use cubert_lang::ElemType;
 
 /// `text` (a register of `from`) converted to `to`'s register.
@@ -46,6 +48,7 @@ pub(super) fn cast(
 fn to_bool(from: ElemType, text: &str) -> String {
     match from {
         ElemType::F16 | ElemType::BF16 => format!("(({text} & 0x7fffu) != 0u)"),
+        ElemType::E4M3 | ElemType::E5M2 => format!("(({text} & 0x7fu) != 0u)"),
         ElemType::F32 => format!("((bitcast<u32>({text}) & 0x7fffffffu) != 0u)"),
         ElemType::F64 => format!("((bitcast<u64>({text}) & 0x7ffffffffffffffflu) != 0lu)"),
         _ => format!("({text} != {})", zero(from)),
@@ -56,13 +59,13 @@ fn float_to_float(helpers: &mut Helpers, from: ElemType, text: &str, to: ElemTyp
     match (from, to) {
         (ElemType::F32, ElemType::F64) => format!("{}({text})", half::f32_to_f64(helpers)),
         (ElemType::F64, ElemType::F32) => format!("{}({text})", half::f64_to_f32(helpers)),
-        (half, ElemType::F32) if is_half(half) => half::widen(helpers, half, text),
-        (half, ElemType::F64) if is_half(half) => {
+        (half, ElemType::F32) if is_narrow_float(half) => half::widen(helpers, half, text),
+        (half, ElemType::F64) if is_narrow_float(half) => {
             format!("{}({text})", half::to_f64(helpers, half))
         }
         (ElemType::F32, half) => half::round(helpers, half, text),
         (ElemType::F64, half) => format!("{}({text})", half::from_f64(helpers, half)),
-        // One half type to the other: through f32, exact from either.
+        // One half or 8-bit type to another: through f32, exact from either.
         (from, to) => {
             let wide = half::widen(helpers, from, text);
             half::round(helpers, to, &wide)
@@ -280,7 +283,7 @@ fn int_to_float(helpers: &mut Helpers, from: ElemType, text: &str, to: ElemType)
         };
         format!("{function}({text})")
     };
-    if is_half(to) {
+    if is_narrow_float(to) {
         half::round(helpers, to, &converted)
     } else {
         converted

@@ -1,4 +1,5 @@
-//! Half types (`f16`, `bf16`) as bits: conversions to and from `f32` and `f64`.
+//! Half types (`f16`, `bf16`) as bits: conversions to and from `f32` and `f64`. The
+//! conversion helpers also take the 8-bit floats, whose own are in `fp8`.
 //!
 //! A half value is held as its 16 bits in a `u32` (in registers, in shared memory and
 //! packed in global arrays), so no WGSL extension is needed, and every operation computes
@@ -249,6 +250,9 @@ fn cubert_f64_to_f32(x: f64) -> f32 {
 
 /// The helper converting half type `elem`'s bits to `f32`; returns its name.
 pub(super) fn to_f32(helpers: &mut Helpers, elem: ElemType) -> String {
+    if elem.is_fp8() {
+        return super::fp8::to_f32(helpers, elem);
+    }
     if elem == ElemType::BF16 {
         helpers.add("cubert_bf16_to_f32", || BF16_TO_F32.to_string())
     } else {
@@ -258,6 +262,9 @@ pub(super) fn to_f32(helpers: &mut Helpers, elem: ElemType) -> String {
 
 /// The helper rounding an `f32` to half type `elem`'s bits; returns its name.
 pub(super) fn from_f32(helpers: &mut Helpers, elem: ElemType) -> String {
+    if elem.is_fp8() {
+        return super::fp8::from_f32(helpers, elem);
+    }
     if elem == ElemType::BF16 {
         helpers.add("cubert_f32_to_bf16", || F32_TO_BF16.to_string())
     } else {
@@ -267,6 +274,9 @@ pub(super) fn from_f32(helpers: &mut Helpers, elem: ElemType) -> String {
 
 /// The helper rounding an `f64` once to half type `elem`'s bits; returns its name.
 pub(super) fn from_f64(helpers: &mut Helpers, elem: ElemType) -> String {
+    if elem.is_fp8() {
+        return super::fp8::from_f64(helpers, elem);
+    }
     if elem == ElemType::BF16 {
         helpers.add("cubert_f64_to_bf16", || F64_TO_BF16.to_string())
     } else {
@@ -276,6 +286,9 @@ pub(super) fn from_f64(helpers: &mut Helpers, elem: ElemType) -> String {
 
 /// The helper converting half type `elem`'s bits to `f64`; returns its name.
 pub(super) fn to_f64(helpers: &mut Helpers, elem: ElemType) -> String {
+    if elem.is_fp8() {
+        return super::fp8::to_f64(helpers, elem);
+    }
     to_f32(helpers, elem);
     f32_to_f64(helpers);
     if elem == ElemType::BF16 {

@@ -115,7 +115,7 @@ fn to_bits(elem: ElemType, value: &str) -> String {
         ElemType::I8 => format!("(bitcast<u32>({value}) & 0xffu)"),
         ElemType::I16 => format!("(bitcast<u32>({value}) & 0xffffu)"),
         ElemType::Bool => format!("select(0u, 1u, {value})"),
-        ElemType::U8 => format!("({value} & 0xffu)"),
+        ElemType::U8 | ElemType::E4M3 | ElemType::E5M2 => format!("({value} & 0xffu)"),
         _ => format!("({value} & 0xffffu)"),
     }
 }
@@ -244,7 +244,7 @@ pub(super) fn scalar(arrays: u32, index: u32, elem: ElemType) -> String {
         ElemType::F32 => format!("bitcast<f32>({low})"),
         ElemType::I32 => format!("bitcast<i32>({low})"),
         ElemType::U32 => low,
-        ElemType::U8 => format!("({low} & 0xffu)"),
+        ElemType::U8 | ElemType::E4M3 | ElemType::E5M2 => format!("({low} & 0xffu)"),
         ElemType::U16 | ElemType::F16 | ElemType::BF16 => format!("({low} & 0xffffu)"),
         ElemType::I8 => format!("((bitcast<i32>({low}) << 24u) >> 24u)"),
         ElemType::I16 => format!("((bitcast<i32>({low}) << 16u) >> 16u)"),

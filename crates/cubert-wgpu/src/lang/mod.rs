@@ -103,6 +103,7 @@ mod atomic;
 mod cast;
 mod error;
 mod float;
+mod fp8;
 mod generate;
 mod half;
 mod helpers;

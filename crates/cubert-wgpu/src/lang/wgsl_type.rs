@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `f32`, `f64` | `f32`, `f64` | the value |
 //! | `f16`, `bf16` | `u32` | the 16 bits, zero-extended (computed in `f32`, rounded back) |
+//! | `e4m3`, `e5m2` | `u32` | the 8 bits, zero-extended (no arithmetic; compared in `f32`) |
 //! | `i8`, `i16`, `i32` | `i32` | sign-extended: always a value of the type |
 //! | `u8`, `u16`, `u32` | `u32` | zero-extended: always a value of the type |
 //! | `i64`, `u64` | `i64`, `u64` | the value |
@@ -24,6 +25,7 @@ pub(super) fn register(elem: ElemType) -> &'static str {
         ElemType::F32 => "f32",
         ElemType::F64 => "f64",
         ElemType::F16 | ElemType::BF16 | ElemType::U8 | ElemType::U16 | ElemType::U32 => "u32",
+        ElemType::E4M3 | ElemType::E5M2 => "u32",
         ElemType::I8 | ElemType::I16 | ElemType::I32 => "i32",
         ElemType::I64 => "i64",
         ElemType::U64 => "u64",
@@ -34,6 +36,12 @@ pub(super) fn register(elem: ElemType) -> &'static str {
 /// Whether `elem` is a half type (held as its bits, computed in `f32`).
 pub(super) fn is_half(elem: ElemType) -> bool {
     matches!(elem, ElemType::F16 | ElemType::BF16)
+}
+
+/// Whether `elem` is held as its bits and widened through `f32` to compare or convert: a
+/// half type or an 8-bit float.
+pub(super) fn is_narrow_float(elem: ElemType) -> bool {
+    is_half(elem) || elem.is_fp8()
 }
 
 /// Whether `elem` is a signed integer.
@@ -156,6 +164,7 @@ pub(super) fn constant(constant: Constant) -> String {
     match constant.elem {
         ElemType::Bool => (if bits & 0xff != 0 { "true" } else { "false" }).to_string(),
         ElemType::F16 | ElemType::BF16 => format!("0x{:04x}u", bits as u16),
+        ElemType::E4M3 | ElemType::E5M2 => format!("0x{:02x}u", bits as u8),
         ElemType::F32 => f32_literal(f32::from_bits(bits as u32)),
         ElemType::F64 => f64_literal(f64::from_bits(bits)),
         ElemType::U8 | ElemType::U16 | ElemType::U32 => {
@@ -200,6 +209,8 @@ pub(super) fn one(elem: ElemType) -> String {
     let bits = match elem {
         ElemType::F16 => 0x3c00,
         ElemType::BF16 => 0x3f80,
+        ElemType::E4M3 => 0x38,
+        ElemType::E5M2 => 0x3c,
         ElemType::F32 => u64::from(1.0f32.to_bits()),
         ElemType::F64 => 1.0f64.to_bits(),
         _ => 1,

@@ -25,13 +25,37 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 pub const ELEMENTWISE_CUBE_DIM: CubeDim = CubeDim::new_1d(256);
 
 /// Calls `$body` with the type `$t` bound to the Rust type of the
-/// [`ElemType`](crate::elem::ElemType) `$elem`: `f16`, `f32`, ..., `u64`; booleans are
-/// `$bool` (`u8` where a kernel moves bytes, `bool` where it converts). How code that
-/// knows an element type only at run time calls code generic over it.
+/// [`ElemType`](crate::elem::ElemType) `$elem`: `f16`, `f32`, ..., `u64`, `e4m3`, `e5m2`;
+/// booleans are `$bool` (`u8` where a kernel moves bytes, `bool` where it converts). How
+/// code that knows an element type only at run time calls code generic over it.
+///
+/// The form `with_elem!(elem, bool_type, fp8_type, T => body)` binds both 8-bit floats to
+/// `fp8_type` instead: for arithmetic, which they don't have, where the caller has refused
+/// them first and only needs the arm to compile (`u8`).
 #[macro_export]
 macro_rules! with_elem {
     ($elem:expr, $bool:ty, $t:ident => $body:expr) => {
+        $crate::with_elem!(
+            $elem,
+            $bool,
+            $crate::lang::prelude::e4m3,
+            $crate::lang::prelude::e5m2,
+            $t => $body
+        )
+    };
+    ($elem:expr, $bool:ty, $fp8:ty, $t:ident => $body:expr) => {
+        $crate::with_elem!($elem, $bool, $fp8, $fp8, $t => $body)
+    };
+    ($elem:expr, $bool:ty, $e4m3:ty, $e5m2:ty, $t:ident => $body:expr) => {
         match $elem {
+            $crate::elem::ElemType::E4M3 => {
+                type $t = $e4m3;
+                $body
+            }
+            $crate::elem::ElemType::E5M2 => {
+                type $t = $e5m2;
+                $body
+            }
             $crate::elem::ElemType::F16 => {
                 type $t = $crate::lang::prelude::f16;
                 $body
@@ -93,19 +117,11 @@ macro_rules! with_elem {
 /// [`matmul_kernel`]).
 ///
 /// # Errors
-/// [`LaunchError`] for arithmetic on booleans, which no backend defines.
+/// [`LaunchError`] for arithmetic on booleans or 8-bit floats, which no backend defines.
 pub fn definition(
     kernel: StandardKernel,
 ) -> Result<Option<(KernelDefinition, CubeDim)>, LaunchError> {
-    let arithmetic = |elem: ElemType| {
-        if elem == ElemType::Bool {
-            Err(LaunchError::unknown(format!(
-                "there is no `{kernel}` kernel: arithmetic on booleans is not defined"
-            )))
-        } else {
-            Ok(())
-        }
-    };
+    let arithmetic = |elem: ElemType| no_arithmetic(kernel, elem).map_or(Ok(()), Err);
     let elementwise = ELEMENTWISE_CUBE_DIM;
     let (definition, cube_dim) = match kernel {
         StandardKernel::Noop => (noop::definition(), CubeDim::new_single()),
@@ -124,14 +140,14 @@ pub fn definition(
         StandardKernel::Add(elem) => {
             arithmetic(elem)?;
             (
-                crate::with_elem!(elem, u8, T => binary::definition::<T>(false)),
+                crate::with_elem!(elem, u8, u8, T => binary::definition::<T>(false)),
                 elementwise,
             )
         }
         StandardKernel::Mul(elem) => {
             arithmetic(elem)?;
             (
-                crate::with_elem!(elem, u8, T => binary::definition::<T>(true)),
+                crate::with_elem!(elem, u8, u8, T => binary::definition::<T>(true)),
                 elementwise,
             )
         }
@@ -139,6 +155,22 @@ pub fn definition(
     };
     let name = kernel.name();
     Ok(Some((definition.renamed(name.clone(), name), cube_dim)))
+}
+
+/// The error for arithmetic `kernel` on `elem` when `elem` has none (booleans, the 8-bit
+/// floats; see [`ElemType::has_arithmetic`]), `None` when it has.
+pub fn no_arithmetic(kernel: StandardKernel, elem: ElemType) -> Option<LaunchError> {
+    if elem.has_arithmetic() {
+        return None;
+    }
+    let what = if elem == ElemType::Bool {
+        "booleans".to_string()
+    } else {
+        format!("the 8-bit float `{elem}` (a storage type: cast it to f16, bf16 or f32 first)")
+    };
+    Some(LaunchError::unknown(format!(
+        "there is no `{kernel}` kernel: arithmetic on {what} is not defined"
+    )))
 }
 
 /// The definition of `kernel` by lines of 4 elements ([`binary_lines`]), for add and mul

@@ -355,16 +355,13 @@ pub fn matmul_definition(
     if let Some(reason) = tiling.invalid() {
         return Err(LaunchError::unknown(format!("`{name}`: {reason}")));
     }
+    if let Some(error) = super::no_arithmetic(super::StandardKernel::Matmul(elem), elem) {
+        return Err(error);
+    }
     let definition = match elem {
-        ElemType::Bool => {
-            return Err(LaunchError::unknown(format!(
-                "there is no `{}` kernel: arithmetic on booleans is not defined",
-                super::StandardKernel::Matmul(elem)
-            )));
-        }
         ElemType::F16 => define::<f16, f32>(tiling),
         ElemType::BF16 => define::<bf16, f32>(tiling),
-        other => crate::with_elem!(other, u8, T => define::<T, T>(tiling)),
+        other => crate::with_elem!(other, u8, u8, T => define::<T, T>(tiling)),
     };
     Ok((definition.renamed(name, name), tiling.cube_dim()))
 }

@@ -23,7 +23,7 @@ pub mod reduce;
 
 pub use build::{
     ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
-    matmul_kernel, reduce_sum_kernel, standard_kernel,
+    matmul_kernel, no_arithmetic, reduce_sum_kernel, standard_kernel,
 };
 pub use matmul::{MatmulTiling, matmul_definition};
 pub use reduce::{RowSplit, reduce_sum_definition};
@@ -77,13 +77,13 @@ pub enum StandardKernel {
 
 impl StandardKernel {
     /// Every standard kernel for every element type it is defined for (arithmetic on
-    /// booleans is not): what code-generation tests compile.
+    /// booleans and the 8-bit floats is not): what code-generation tests compile.
     pub fn every() -> Vec<StandardKernel> {
         let mut kernels = vec![StandardKernel::Noop];
         for elem in ElemType::ALL {
             kernels.push(StandardKernel::Fill(elem));
             kernels.push(StandardKernel::Copy(elem));
-            if elem != ElemType::Bool {
+            if elem.has_arithmetic() {
                 kernels.push(StandardKernel::Add(elem));
                 kernels.push(StandardKernel::Mul(elem));
                 kernels.push(StandardKernel::ReduceSum(elem));

@@ -279,16 +279,13 @@ pub fn reduce_sum_definition(
             RowSplit::Cube { lines, .. } => reduce_rows_shared::definition::<T, A>(true, lines),
         }
     }
+    if let Some(error) = super::no_arithmetic(super::StandardKernel::ReduceSum(elem), elem) {
+        return Err(error);
+    }
     let definition = match elem {
-        ElemType::Bool => {
-            return Err(LaunchError::unknown(format!(
-                "there is no `{}` kernel: arithmetic on booleans is not defined",
-                super::StandardKernel::ReduceSum(elem)
-            )));
-        }
         ElemType::F16 => define::<f16, f32>(split),
         ElemType::BF16 => define::<bf16, f32>(split),
-        other => crate::with_elem!(other, u8, T => define::<T, T>(split)),
+        other => crate::with_elem!(other, u8, u8, T => define::<T, T>(split)),
     };
     Ok((definition.renamed(name, name), split.cube_dim()))
 }
