@@ -53,6 +53,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(cooperative::definitions());
     all.extend(lines::definitions());
     all.extend(tensors::definitions());
+    all.extend(crate::fp8::definitions());
     all
 }
 

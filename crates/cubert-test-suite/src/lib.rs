@@ -58,6 +58,7 @@ pub mod differential;
 pub mod dry_run;
 pub mod errors;
 pub mod foreign_memory;
+pub mod fp8;
 pub mod gather_scatter;
 pub mod language;
 pub mod launch;
@@ -122,6 +123,14 @@ macro_rules! __for_each_suite_test {
                 every_f16_bit_pattern_casts_like_the_half_crate,
                 every_bf16_bit_pattern_casts_like_the_half_crate,
                 values_round_into_the_half_types_like_the_half_crate,
+            }
+            fp8 {
+                every_fp8_code_casts_to_every_type_like_the_host,
+                every_fp8_code_round_trips_through_every_float_type,
+                float_values_round_into_fp8_like_the_host,
+                every_half_bit_pattern_rounds_into_fp8_like_the_host,
+                kernel_loads_e4m3_scales_in_f32_and_stores_e5m2,
+                arithmetic_on_fp8_is_refused_with_a_clear_error,
             }
             language {
                 every_test_kernel_records_its_ir,
@@ -525,7 +534,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 35] = [
+    const SOURCES: [(&str, &str); 36] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -535,6 +544,7 @@ mod tests {
         ("errors", include_str!("errors.rs")),
         ("dry_run", include_str!("dry_run.rs")),
         ("foreign_memory", include_str!("foreign_memory.rs")),
+        ("fp8", include_str!("fp8.rs")),
         ("gather_scatter", include_str!("gather_scatter.rs")),
         ("language", include_str!("language.rs")),
         ("language", include_str!("language/arithmetic.rs")),
