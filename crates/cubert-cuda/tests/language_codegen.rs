@@ -325,3 +325,44 @@ fn print_control_flow() {
     let entry = entry_name(definition.name(), definition.id());
     println!("{}", generate(definition.ir().unwrap(), &entry).unwrap());
 }
+
+/// The CUDA source of standard kernel `kernel`.
+fn standard_source(kernel: StandardKernel) -> String {
+    let (definition, _) = standard::definition(kernel).unwrap().unwrap();
+    let entry = entry_name(definition.name(), definition.id());
+    generate(definition.ir().unwrap(), &entry).unwrap()
+}
+
+#[test]
+fn fp8_casts_round_once_through_the_prelude_conversions() {
+    let cast = |from, to| standard_source(StandardKernel::Cast { from, to });
+    // From f64 and the integers: the prelude's once-rounding f64 conversion.
+    assert!(cast(ElemType::F64, ElemType::E4M3).contains("cubert::f64_to_e4m3("));
+    assert!(cast(ElemType::I64, ElemType::E5M2).contains("cubert::f64_to_e5m2("));
+    // From f32 directly, from the half types through their exact float value.
+    assert!(cast(ElemType::F32, ElemType::E5M2).contains("cubert::f32_to_e5m2("));
+    let from_half = cast(ElemType::BF16, ElemType::E4M3);
+    assert!(
+        from_half.contains("cubert::f32_to_e4m3(cubert_lang::h2f("),
+        "{from_half}"
+    );
+    // Out of an 8-bit float: exact widening (`h2d` builds a NaN with integers).
+    let to_double = cast(ElemType::E5M2, ElemType::F64);
+    assert!(to_double.contains("cubert_lang::h2d("), "{to_double}");
+    let to_int = cast(ElemType::E4M3, ElemType::I32);
+    assert!(
+        to_int.contains("cubert_lang::saturate<int>(cubert_lang::h2d("),
+        "{to_int}"
+    );
+}
+
+#[test]
+fn fp8_comparisons_compare_float_values() {
+    let kernel = cubert_test_suite::fp8::definitions()
+        .into_iter()
+        .find(|definition| definition.name() == "compare")
+        .unwrap();
+    let source = generate(kernel.ir().unwrap(), "compare_e4m3").unwrap();
+    assert!(source.contains("cubert_lang::h2f("), "{source}");
+    assert!(source.contains("cubert::e4m3"), "{source}");
+}

@@ -223,6 +223,13 @@ macro_rules! fp8_type {
             }
         }
 
+        impl From<u8> for $name {
+            /// The value whose byte is `bits` (as [`Self::from_bits`]).
+            fn from(bits: u8) -> $name {
+                $name(bits)
+            }
+        }
+
         impl From<$name> for f64 {
             fn from(value: $name) -> f64 {
                 value.to_f64()

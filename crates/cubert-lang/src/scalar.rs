@@ -44,6 +44,12 @@ pub enum Widened {
 }
 
 /// A scalar with arithmetic: every type but `bool` and the 8-bit floats.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no arithmetic in a kernel",
+    label = "arithmetic needs a numeric type here",
+    note = "`bool`, `e4m3` and `e5m2` are storage types: load, store, compare and cast them; \
+            for arithmetic on an 8-bit float, cast it first (`x as f32`) and back after"
+)]
 pub trait Numeric: Scalar {
     /// `a + b` (wrapping for integers).
     fn add(a: Self, b: Self) -> Self;

@@ -253,9 +253,63 @@ fn rescale_e4m3_to_e5m2(x: &Array<e4m3>, out: &mut Array<e5m2>, scale: f32) {
     }
 }
 
+/// `out[i]` = 1 if `x[i] < y[i]`, + 2 if `x[i] == y[i]`, + 4 if `x[i] != y[i]`: the
+/// comparisons the language allows on every scalar, by value.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn compare<T: Scalar>(x: &Array<T>, y: &Array<T>, out: &mut Array<u8>) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        let a = x[i];
+        let b = y[i];
+        out[i] = (a < b) as u8 + 2u8 * (a == b) as u8 + 4u8 * (a != b) as u8;
+    }
+}
+
 /// The definitions of this module's kernels, for code generators to compile.
 pub fn definitions() -> Vec<cubert_runtime::lang::KernelDefinition> {
-    vec![rescale_e4m3_to_e5m2::definition()]
+    vec![
+        rescale_e4m3_to_e5m2::definition(),
+        compare::definition::<e4m3>(),
+        compare::definition::<e5m2>(),
+    ]
+}
+
+/// Every 8-bit code against 64 others (by a stride that meets zeros of both signs, NaNs,
+/// infinities and subnormals): `<`, `==`, `!=` in a kernel compare values, as the host's
+/// `PartialOrd` does (`-0 == +0`, NaN unordered and unequal to itself).
+fn comparisons_match_the_host<B: TestBackend, T: Scalar + From<u8> + bytemuck::Pod>()
+where
+    f64: From<T>,
+{
+    let client = client::<B>();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for a in 0..=u8::MAX {
+        for k in 0..64u8 {
+            xs.push(T::from(a));
+            ys.push(T::from(
+                a.wrapping_add(k.wrapping_mul(4)).wrapping_add(k / 2),
+            ));
+        }
+    }
+    xs.extend([T::from(0x00), T::from(0x80), T::from(0x7f)]);
+    ys.extend([T::from(0x80), T::from(0x00), T::from(0x7f)]);
+    let x = upload::<B, T>(&client, &xs);
+    let y = upload::<B, T>(&client, &ys);
+    let out = upload::<B, u8>(&client, &vec![0xee; xs.len()]);
+    let count = CubeCount::Static(xs.len().div_ceil(64) as u32, 1, 1);
+    compare::launch::<T, B::R>(&client, count, CubeDim::new_1d(64), &x, &y, &out).unwrap();
+    let got = read_elems::<B, u8>(&client, &out);
+    for ((a, b), got) in xs.iter().zip(&ys).zip(got) {
+        let (va, vb) = (f64::from(*a), f64::from(*b));
+        let want = u8::from(va < vb) + 2 * u8::from(va == vb) + 4 * u8::from(va != vb);
+        assert_eq!(got, want, "{} {:?} vs {:?}", T::ELEM, a, b);
+    }
+}
+
+/// `<`, `==`, `!=` on `e4m3` and `e5m2` values in a kernel compare by value, as on the host.
+pub fn fp8_comparisons_in_a_kernel_compare_values<B: TestBackend>() {
+    comparisons_match_the_host::<B, e4m3>();
+    comparisons_match_the_host::<B, e5m2>();
 }
 
 /// A kernel loading every `e4m3` code, scaling it in `f32` and storing `e5m2` gives the

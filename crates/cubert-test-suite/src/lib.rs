@@ -130,6 +130,7 @@ macro_rules! __for_each_suite_test {
                 float_values_round_into_fp8_like_the_host,
                 every_half_bit_pattern_rounds_into_fp8_like_the_host,
                 kernel_loads_e4m3_scales_in_f32_and_stores_e5m2,
+                fp8_comparisons_in_a_kernel_compare_values,
                 arithmetic_on_fp8_is_refused_with_a_clear_error,
             }
             language {
