@@ -319,7 +319,11 @@ pub fn copy<R: Runtime>(
     )
 }
 
-/// `dst[i] = src[i] as to` for `i < len`.
+/// `dst[i] = src[i] as to` for `i < len`, for every pair of element types, with the
+/// language's conversions (`docs/kernel-language.md`): floats to integers saturate and NaN
+/// gives 0; into a half type or an 8-bit float ([`ElemType::E4M3`], [`ElemType::E5M2`])
+/// rounds once to nearest even, the 8-bit floats saturating to their largest finite value
+/// (infinities too) and giving `0x7f` for NaN; out of them is exact.
 ///
 /// ```
 /// # use cubert_runtime::{Bytes, ElemType, ops};
@@ -332,7 +336,8 @@ pub fn copy<R: Runtime>(
 /// ```
 ///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// As [`ComputeClient::launch`]; [`LaunchError`] if `src` or `dst` is too small for `len`
+/// elements of its type (nothing is written).
 pub fn cast<R: Runtime>(
     client: &ComputeClient<R>,
     src: &Handle,
@@ -366,7 +371,8 @@ pub fn cast<R: Runtime>(
 /// ```
 ///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// As [`ComputeClient::launch`]; [`LaunchError`] for `bool` and the 8-bit floats, which
+/// have no arithmetic (the message says to cast first; nothing is written).
 pub fn add<R: Runtime>(
     client: &ComputeClient<R>,
     lhs: &Handle,
@@ -390,7 +396,8 @@ pub fn add<R: Runtime>(
 /// `out[i] = lhs[i] * rhs[i]` for `i < len`.
 ///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// As [`ComputeClient::launch`]; [`LaunchError`] for `bool` and the 8-bit floats, which
+/// have no arithmetic (the message says to cast first; nothing is written).
 pub fn mul<R: Runtime>(
     client: &ComputeClient<R>,
     lhs: &Handle,
@@ -424,7 +431,8 @@ pub fn mul<R: Runtime>(
 /// ```
 ///
 /// # Errors
-/// As [`ComputeClient::launch`].
+/// As [`ComputeClient::launch`]; [`LaunchError`] for `bool` and the 8-bit floats, which
+/// have no arithmetic.
 pub fn reduce_sum<R: Runtime>(
     client: &ComputeClient<R>,
     input: &Handle,

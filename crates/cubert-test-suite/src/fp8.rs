@@ -357,6 +357,8 @@ pub fn arithmetic_on_fp8_is_refused_with_a_clear_error<B: TestBackend>() {
         assert_eq!(read_elems::<B, u8>(&client, &out), vec![0x11; 4]);
         let reduced = ops::reduce_sum(&client, &input, &out, 2, 2, elem);
         assert!(reduced.is_err(), "{elem}: reduce-sum ran");
+        let multiplied = ops::matmul(&client, &input, &input, &out, 2, 2, 2, elem);
+        assert!(multiplied.is_err(), "{elem}: matmul ran");
         assert_eq!(read_elems::<B, u8>(&client, &out), vec![0x11; 4]);
     }
 }
