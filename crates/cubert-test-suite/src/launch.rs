@@ -650,7 +650,7 @@ fn operand_bytes(values: &[i64], elem: ElemType) -> Vec<u8> {
 /// ones whose `n` takes the kernels' line paths.
 pub fn matmul_variants_compute_every_numeric_type<B: TestBackend>() {
     let client = client::<B>();
-    for elem in ElemType::ALL.into_iter().filter(|e| *e != ElemType::Bool) {
+    for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         let kernel = StandardKernel::Matmul(elem);
         for (m, k, n) in [(37, 29, 45), (9, 70, 64), (5, 3, 8)] {
             let (lhs, rhs) = (small_operand(m * k, 1), small_operand(k * n, 2));
