@@ -5,3 +5,7 @@ grep -E "FAILED|failed|panicked|test result" "$OUT/behaviour.log" | tail -12
 timeout 150 "$D/tests/cubert-cuda--gpu" --include-ignored --test-threads=1 > "$OUT/gpu.log" 2>&1; echo "gpu rc=$?"
 grep -E "stream_settings|FAILED|failed|panicked|test result" "$OUT/gpu.log" | tail -12
 "$D/cubert" --backend cuda info 2>&1 | grep -E "streams|NVIDIA"
+if [ -x "$D/tests/cubert-cuda--nvrtc_compile" ]; then
+  timeout 150 "$D/tests/cubert-cuda--nvrtc_compile" --include-ignored > "$OUT/nvrtc.log" 2>&1; echo "nvrtc_compile rc=$?"
+  grep -E "FAILED|failed|panicked|test result" "$OUT/nvrtc.log" | tail -6
+fi
