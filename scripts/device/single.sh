@@ -9,3 +9,7 @@ if [ -x "$D/tests/cubert-cuda--nvrtc_compile" ]; then
   timeout 150 "$D/tests/cubert-cuda--nvrtc_compile" --include-ignored > "$OUT/nvrtc.log" 2>&1; echo "nvrtc_compile rc=$?"
   grep -E "FAILED|failed|panicked|test result" "$OUT/nvrtc.log" | tail -6
 fi
+if [ -x "$D/tests/cubert-cuda--language_codegen" ]; then
+  timeout 300 "$D/tests/cubert-cuda--language_codegen" --include-ignored > "$OUT/codegen.log" 2>&1; echo "language_codegen rc=$?"
+  grep -E "FAILED|failed|panicked|test result" "$OUT/codegen.log" | tail -6
+fi

@@ -82,6 +82,8 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
             f64_transcendentals: true,
             // A CPU device's memory is host memory: any host range can be adopted.
             memory_import: true,
+            // Emulated: the plane's fragments are gathered and multiplied in f32.
+            plane_mma: true,
         },
         timing_method: TimingMethod::System,
     }

@@ -91,6 +91,8 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             f64_transcendentals: true,
             // The storage adopts device pointers checked with cuPointerGetAttribute.
             memory_import: true,
+            // `mma.sync.aligned.m16n8k16` with bf16/f16 inputs: sm_80 and later.
+            plane_mma: major >= 8,
         },
         timing_method: TimingMethod::Device,
     };

@@ -366,3 +366,24 @@ fn fp8_comparisons_compare_float_values() {
     assert!(source.contains("cubert_lang::h2f("), "{source}");
     assert!(source.contains("cubert::e4m3"), "{source}");
 }
+
+#[test]
+fn plane_mma_prints_one_tensor_core_mma_per_call_for_its_fragment_type() {
+    for (elem, ptx) in [("bf16", "f32.bf16.bf16.f32"), ("f16", "f32.f16.f16.f32")] {
+        let kernel = cubert_test_suite::language::kernel_definitions()
+            .into_iter()
+            .find(|definition| {
+                definition.name() == "mma_tiles" && definition.id().contains(&format!("::{elem}>"))
+            })
+            .unwrap();
+        let source = generate(kernel.ir().unwrap(), "mma_tiles").unwrap();
+        assert!(
+            source.contains(&format!("cubert_lang::plane_mma<cubert::{elem}>(")),
+            "{source}"
+        );
+        assert!(
+            source.contains(&format!("m16n8k16.row.col.{ptx}")),
+            "{source}"
+        );
+    }
+}

@@ -7,7 +7,7 @@
 
 pub use crate::fp8::{e4m3, e5m2};
 pub use crate::native::{Array, SharedMemory, Tensor};
-pub use crate::scalar::{Float, Int, Numeric, Scalar};
+pub use crate::scalar::{Float, Int, MmaInput, Numeric, Scalar};
 pub use half::{bf16, f16};
 
 /// `select(cond, a, b)`: `a` if `cond` holds, else `b`; both are evaluated.

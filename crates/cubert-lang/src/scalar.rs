@@ -389,6 +389,25 @@ half_float! {
     bf16 => BF16, crate::half_rounding::f64_to_bf16;
 }
 
+/// The element types of `plane_mma`'s `A` and `B` fragments: `bf16` and `f16`, whose
+/// values and products are exact in `f32`.
+pub trait MmaInput: Float {
+    /// The value as an `f32` (exact).
+    fn to_f32_exact(self) -> f32;
+}
+
+impl MmaInput for bf16 {
+    fn to_f32_exact(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl MmaInput for f16 {
+    fn to_f32_exact(self) -> f32 {
+        self.to_f32()
+    }
+}
+
 /// The 8-bit floats: storage types with conversions and no arithmetic (they are
 /// [`Scalar`] but not [`Numeric`], so `a + b` on them doesn't compile in a kernel). To a
 /// type of these, a float rounds once from its `f64` value to nearest even and saturates

@@ -104,7 +104,8 @@ const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, 
      `T::new(x)` and the float methods, local arrays `[v; N]`, lines `x.line::<N>(i)` and \
      `y.set_line(i, v)`, shared arrays \
      `SharedMemory::<T>::new(len)`, `sync_cube()`, the plane operations (`plane_sum`, \
-     `plane_min`, `plane_max`, `plane_all`, `plane_any`, `plane_shuffle`, `plane_broadcast`), \
+     `plane_min`, `plane_max`, `plane_all`, `plane_any`, `plane_shuffle`, `plane_broadcast`, \
+     `plane_mma(&mut acc, a, b)`), \
      the atomics (`atomic_add`, `atomic_max`, `atomic_min`, `atomic_exchange`, \
      `atomic_compare_exchange`), and the builtins (`ABSOLUTE_POS`, `UNIT_POS`, `CUBE_POS`, \
      `CUBE_DIM`, `CUBE_COUNT`, with `_X`/`_Y`/`_Z`, `PLANE_DIM`, `UNIT_POS_PLANE`)";
@@ -774,6 +775,10 @@ impl Context {
             arity(0, &name)?;
             return Ok(Some(quote_spanned!(span=> #m::sync_cube())));
         }
+        if name == "plane_mma" {
+            arity(3, &name)?;
+            return self.plane_mma(call).map(Some);
+        }
         if let Some(&(_, expected)) = PLANE_OPS.iter().find(|(op, _)| *op == name) {
             arity(expected, &name)?;
             let args = call
@@ -810,6 +815,37 @@ impl Context {
             ));
         }
         Ok(None)
+    }
+
+    /// `plane_mma(&mut acc, a, b)`: the accumulator is a local array variable taken
+    /// `&mut`, updated in place; `a` and `b` are local arrays.
+    fn plane_mma(&self, call: &syn::ExprCall) -> syn::Result<TokenStream> {
+        let m = self.module();
+        let span = call.span();
+        let wrong = |expr: &Expr| {
+            syn::Error::new(
+                expr.span(),
+                "`plane_mma`'s first argument is the accumulator, a local array variable taken \
+                 `&mut`: `plane_mma(&mut acc, a, b)`",
+            )
+        };
+        let acc = match strip_parens(&call.args[0]) {
+            Expr::Reference(reference) if reference.mutability.is_some() => {
+                match strip_parens(&reference.expr) {
+                    Expr::Path(path) if path.path.get_ident().is_some() => quote!(#path),
+                    other => return Err(wrong(other)),
+                }
+            }
+            other => return Err(wrong(other)),
+        };
+        let a = self.expr(&call.args[1])?;
+        let b = self.expr(&call.args[2])?;
+        Ok(match self.mode {
+            Mode::Native => {
+                quote_spanned!(span=> #m::plane_mma(__cubert_unit, &mut #acc, #a, #b))
+            }
+            Mode::Expand => quote_spanned!(span=> #m::plane_mma(&#acc, #a, #b)),
+        })
     }
 
     /// `x.line::<N>(i)` (a local array of `N` elements) and `y.set_line(i, v)`.

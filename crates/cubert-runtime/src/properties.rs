@@ -92,6 +92,11 @@ pub struct Features {
     /// (`ComputeClient::import_memory`): device memory of the client's device on CUDA, host
     /// memory on the CPU. False on wgpu, whose API can't wrap a foreign address in a buffer.
     pub memory_import: bool,
+    /// Kernels can call `plane_mma`, the plane's matrix multiply-accumulate of `bf16`/`f16`
+    /// fragments into `f32` (tensor cores): CUDA devices of compute capability 8.0 or
+    /// later, and the CPU (emulated, exactly, as a reference). False on wgpu, where such a
+    /// kernel fails to build with `LaunchError::Unsupported`.
+    pub plane_mma: bool,
 }
 
 impl Features {

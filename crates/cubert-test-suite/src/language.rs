@@ -13,7 +13,8 @@
 //!
 //! The tests are grouped by topic in `language/`: `arrays` (generics, compile-time values,
 //! builtins, local arrays, out of bounds), `control_flow`, `arithmetic`, `casts`, `math`,
-//! `cooperative` (shared memory, `sync_cube`, plane operations, atomics), `lines`
+//! `cooperative` (shared memory, `sync_cube`, plane operations, atomics), `mma` (the
+//! plane's matrix multiply-accumulate: tensor cores), `lines`
 //! (vector loads and stores), `tensors` (shape, strides, rank).
 //! [`kernel_definitions`] lists a specialization of every kernel they launch, for code
 //! generators to compile in CI.
@@ -25,6 +26,7 @@ mod control_flow;
 mod cooperative;
 mod lines;
 mod math;
+mod mma;
 mod tensors;
 
 pub use arithmetic::*;
@@ -34,6 +36,7 @@ pub use control_flow::*;
 pub use cooperative::*;
 pub use lines::*;
 pub use math::*;
+pub use mma::*;
 pub use tensors::*;
 
 use crate::backend::{Client, TestBackend};
@@ -53,6 +56,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(cooperative::definitions());
     all.extend(lines::definitions());
     all.extend(tensors::definitions());
+    all.extend(mma::definitions());
     all.extend(crate::fp8::definitions());
     all
 }

@@ -135,6 +135,9 @@ macro_rules! __for_each_suite_test {
             }
             language {
                 every_test_kernel_records_its_ir,
+                plane_mma_of_bf16_integers_is_exact,
+                plane_mma_of_f16_integers_is_exact,
+                plane_mma_of_random_bf16_is_within_rounding,
                 generic_kernel_runs_for_every_numeric_element_type,
                 generic_float_kernel_runs_for_f16_bf16_f32_f64,
                 generic_copy_moves_every_scalar_type_unchanged,
@@ -535,7 +538,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 36] = [
+    const SOURCES: [(&str, &str); 37] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -555,6 +558,7 @@ mod tests {
         ("language", include_str!("language/cooperative.rs")),
         ("language", include_str!("language/lines.rs")),
         ("language", include_str!("language/tensors.rs")),
+        ("language", include_str!("language/mma.rs")),
         ("language", include_str!("language/math.rs")),
         ("launch", include_str!("launch.rs")),
         ("leaks", include_str!("leaks.rs")),

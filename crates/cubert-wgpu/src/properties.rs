@@ -108,6 +108,7 @@ pub fn wgpu_properties(
             f64_transcendentals: false,
             // A wgpu buffer can't wrap an address allocated elsewhere.
             memory_import: false,
+            plane_mma: false,
         },
         // Timestamp queries where the adapter has them (see `timestamps`).
         timing_method: if features.contains(crate::timestamps::FEATURES) {

@@ -15,6 +15,7 @@ mod cooperative;
 pub(crate) mod cuda_type;
 mod generate;
 mod line;
+mod mma;
 
 pub use generate::{GenerateError, generate};
 

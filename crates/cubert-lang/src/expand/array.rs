@@ -131,6 +131,11 @@ impl<T: Scalar> LocalArrayVal<T> {
     pub fn len(&self) -> Val<u32> {
         Val::constant(self.len)
     }
+
+    /// The variable and the number of elements, for operations on whole local arrays.
+    pub(crate) fn var_and_len(&self) -> (VarId, u32) {
+        (self.var, self.len)
+    }
 }
 
 /// What kernel code can index in the expansion (the counterpart of

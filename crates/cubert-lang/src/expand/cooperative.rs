@@ -1,11 +1,11 @@
 //! Barriers, plane operations, shared memory and atomics in the expansion.
 
-use super::array::{ArrayVal, Indexable};
+use super::array::{ArrayVal, Indexable, LocalArrayVal};
 use super::builder::{error, new_var, push};
 use super::val::Val;
 use crate::ir::{AtomicOp, AtomicTarget, Instruction, Operation, PlaneOp, Type, Value, VarId};
 use crate::native::AtomicScalar;
-use crate::scalar::{Numeric, Scalar};
+use crate::scalar::{MmaInput, Numeric, Scalar};
 use std::marker::PhantomData;
 
 /// A shared array of the kernel being recorded.
@@ -201,4 +201,21 @@ pub fn atomic_compare_exchange<A: AtomicArray>(
         value,
         Some(compare),
     )
+}
+
+/// `plane_mma(&mut acc, a, b)`: records the plane's matrix multiply-accumulate
+/// ([`Instruction::PlaneMma`]); the fragments' lengths must be 4 (`acc`), 8 (`a`) and 4
+/// (`b`).
+pub fn plane_mma<T: MmaInput>(acc: &LocalArrayVal<f32>, a: LocalArrayVal<T>, b: LocalArrayVal<T>) {
+    let (acc, acc_len) = acc.var_and_len();
+    let (a, a_len) = a.var_and_len();
+    let (b, b_len) = b.var_and_len();
+    if (acc_len, a_len, b_len) != (4, 8, 4) {
+        error(format!(
+            "plane_mma takes fragments of 4 f32 (the accumulator), 8 and 4 elements (A and B), \
+             not {acc_len}, {a_len} and {b_len}"
+        ));
+        return;
+    }
+    push(Instruction::PlaneMma { acc, a, b });
 }

@@ -109,4 +109,16 @@ pub enum Instruction {
     /// Waits until every unit of the cube got here; their shared-memory writes are then
     /// visible to all.
     SyncCube,
+    /// The plane's matrix multiply-accumulate (tensor cores): `ACC = A·B + ACC` for a 16×16
+    /// `A` and a 16×8 `B` of `bf16` or `f16` and a 16×8 `f32` accumulator, which the 32
+    /// units of the plane hold together, each its fragment (PTX's `mma.m16n8k16` layout,
+    /// in `docs/kernel-language.md`). A plane operation: every unit of the plane runs it.
+    PlaneMma {
+        /// The unit's accumulator fragment: a local array of 4 `f32`, read and written.
+        acc: VarId,
+        /// The unit's fragment of `A`: a local array of 8 `bf16` or `f16`.
+        a: VarId,
+        /// The unit's fragment of `B`: a local array of 4 of `A`'s element type.
+        b: VarId,
+    },
 }

@@ -120,13 +120,14 @@ impl Kernel {
     }
 }
 
-/// Whether `block` (nested blocks included) holds a `sync_cube` or a plane operation.
+/// Whether `block` (nested blocks included) holds a `sync_cube` or a plane operation
+/// (`plane_mma` included).
 fn block_cooperates(block: &Block) -> bool {
     block
         .instructions
         .iter()
         .any(|instruction| match instruction {
-            Instruction::SyncCube => true,
+            Instruction::SyncCube | Instruction::PlaneMma { .. } => true,
             Instruction::Assign {
                 op: Operation::Plane(..) | Operation::PlaneShuffle { .. },
                 ..

@@ -497,3 +497,78 @@ pub(crate) unsafe fn read_bits<T: Scalar>(ptr: *const T) -> u64 {
 pub fn shared_array<'a, T: Scalar>(args: &Args<'a>, site: usize, len: u32) -> SharedMemory<'a, T> {
     SharedMemory::at_site(args, site, len)
 }
+
+/// The fragment layout of `plane_mma` (PTX's `mma.m16n8k16`): for the unit in lane `lane`
+/// (`g = lane / 4`, `t = lane % 4`), the `(row, column)` of each element of its fragments.
+pub mod mma_layout {
+    /// Element `i` of the `A` fragment (16×16, row-major).
+    pub const fn a(lane: u32, i: u32) -> (u32, u32) {
+        let (g, t) = (lane / 4, lane % 4);
+        (g + 8 * ((i / 2) % 2), 2 * t + (i % 2) + 8 * (i / 4))
+    }
+
+    /// Element `i` of the `B` fragment (16×8: row `k`, column `n`).
+    pub const fn b(lane: u32, i: u32) -> (u32, u32) {
+        let (g, t) = (lane / 4, lane % 4);
+        (2 * t + (i % 2) + 8 * (i / 2), g)
+    }
+
+    /// Element `i` of the accumulator fragment (16×8, row-major).
+    pub const fn acc(lane: u32, i: u32) -> (u32, u32) {
+        let (g, t) = (lane / 4, lane % 4);
+        (g + 8 * (i / 2), 2 * t + (i % 2))
+    }
+}
+
+/// `plane_mma(&mut acc, a, b)`: `ACC = A·B + ACC` over the unit's plane, each unit holding
+/// its fragments ([`mma_layout`]). The plane's fragments are gathered through the plane
+/// exchange (lanes absent or finished count as zeros); each element of `D` is `ACC` plus the
+/// 16 products in `k` order, in `f32`, rounded after each addition.
+pub fn plane_mma<T: crate::scalar::MmaInput>(
+    unit: &Unit,
+    acc: &mut [f32; 4],
+    a: [T; 8],
+    b: [T; 4],
+) {
+    let mut mine = [0f32; 16];
+    for (slot, value) in mine.iter_mut().zip(a.iter().chain(b.iter())) {
+        *slot = value.to_f32_exact();
+    }
+    mine[12..].copy_from_slice(acc);
+    let plane = PLANE_DIM as usize;
+    let mut lanes = vec![[0f32; 16]; plane];
+    for pair in 0..8 {
+        let packed =
+            u64::from(mine[2 * pair].to_bits()) | (u64::from(mine[2 * pair + 1].to_bits()) << 32);
+        let offered: Vec<Option<u64>> = exchange(unit, packed, <[Option<u64>]>::to_vec);
+        for (lane, value) in lanes.iter_mut().zip(offered) {
+            if let Some(bits) = value {
+                lane[2 * pair] = f32::from_bits(bits as u32);
+                lane[2 * pair + 1] = f32::from_bits((bits >> 32) as u32);
+            }
+        }
+    }
+    let mut matrix_a = [[0f32; 16]; 16];
+    let mut matrix_b = [[0f32; 8]; 16];
+    let mut matrix_c = [[0f32; 8]; 16];
+    for (lane, fragment) in (0u32..).zip(&lanes) {
+        for i in 0..8u32 {
+            let (row, column) = mma_layout::a(lane, i);
+            matrix_a[row as usize][column as usize] = fragment[i as usize];
+        }
+        for i in 0..4u32 {
+            let (row, column) = mma_layout::b(lane, i);
+            matrix_b[row as usize][column as usize] = fragment[8 + i as usize];
+            let (row, column) = mma_layout::acc(lane, i);
+            matrix_c[row as usize][column as usize] = fragment[12 + i as usize];
+        }
+    }
+    let lane = unit.unit_pos_plane();
+    for (i, out) in (0u32..).zip(acc.iter_mut()) {
+        let (row, column) = mma_layout::acc(lane, i);
+        let (row, column) = (row as usize, column as usize);
+        *out = (0..16).fold(matrix_c[row][column], |sum, k| {
+            sum + matrix_a[row][k] * matrix_b[k][column]
+        });
+    }
+}

@@ -114,6 +114,7 @@ impl DryRunTarget {
                 features: Features {
                     types: ElemType::ALL.into_iter().collect(),
                     plane: true,
+                    plane_mma: true,
                     strict_float_math: true,
                     f64_transcendentals: true,
                     ..Features::default()

@@ -475,6 +475,13 @@ impl Printer<'_> {
                 }
                 self.line("workgroupBarrier();");
             }
+            Instruction::PlaneMma { .. } => {
+                // WGSL has no tensor-core operation (`Features::plane_mma` is false here).
+                return Err(GenerateError::unsupported(
+                    "plane_mma: WGSL has no matrix multiply-accumulate of the plane (tensor \
+                     cores); this backend's `Features::plane_mma` is false",
+                ));
+            }
             other => return fail(format!("unsupported instruction {other:?}")),
         }
         Ok(())

@@ -1,0 +1,202 @@
+//! The plane's matrix multiply-accumulate (`plane_mma`, tensor cores): each plane of a
+//! launch computes `D = C + A·B` for its own 16×K `A`, K×8 `B` and 16×8 `C`, loading its
+//! fragments with the documented layout and chaining `plane_mma` over the K blocks. The
+//! host computes the same product in `f32`, in `k` order: on integer inputs every sum is
+//! exact, so results agree bit for bit on every backend; on random inputs within float
+//! rounding. Where `Features::plane_mma` is false the launch is refused with
+//! `LaunchError::Unsupported`.
+
+use super::{read_scalars, upload_scalars};
+use crate::backend::{Client, TestBackend};
+use crate::support::client;
+use cubert_runtime::lang::KernelDefinition;
+use cubert_runtime::lang::prelude::*;
+use cubert_runtime::{CubeCount, CubeDim, Handle, LaunchError, ServerError};
+
+/// Planes per cube in these launches.
+const PLANES_PER_CUBE: u32 = 2;
+
+/// Plane `p` of the launch: `d_p = c_p + a_p · b_p`, `a_p` 16×(16·k_blocks) row-major,
+/// `b_p` (16·k_blocks)×8 row-major, `c_p` and `d_p` 16×8 row-major, one after the other.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn mma_tiles<T: MmaInput>(
+    a: &Array<T>,
+    b: &Array<T>,
+    c: &Array<f32>,
+    d: &mut Array<f32>,
+    #[comptime] k_blocks: u32,
+) {
+    let plane = CUBE_POS * (CUBE_DIM / PLANE_DIM) + UNIT_POS / PLANE_DIM;
+    let g = UNIT_POS_PLANE / 4;
+    let t = UNIT_POS_PLANE % 4;
+    let k = 16 * k_blocks;
+    let a_base = plane * 16 * k;
+    let b_base = plane * k * 8;
+    let c_base = plane * 128;
+    let mut acc = [0.0f32; 4];
+    acc[0] = c[c_base + g * 8 + 2 * t];
+    acc[1] = c[c_base + g * 8 + 2 * t + 1];
+    acc[2] = c[c_base + (g + 8) * 8 + 2 * t];
+    acc[3] = c[c_base + (g + 8) * 8 + 2 * t + 1];
+    for block in 0..k_blocks {
+        let k0 = block * 16;
+        let mut fa = [T::new(0.0); 8];
+        fa[0] = a[a_base + g * k + k0 + 2 * t];
+        fa[1] = a[a_base + g * k + k0 + 2 * t + 1];
+        fa[2] = a[a_base + (g + 8) * k + k0 + 2 * t];
+        fa[3] = a[a_base + (g + 8) * k + k0 + 2 * t + 1];
+        fa[4] = a[a_base + g * k + k0 + 2 * t + 8];
+        fa[5] = a[a_base + g * k + k0 + 2 * t + 9];
+        fa[6] = a[a_base + (g + 8) * k + k0 + 2 * t + 8];
+        fa[7] = a[a_base + (g + 8) * k + k0 + 2 * t + 9];
+        let mut fb = [T::new(0.0); 4];
+        fb[0] = b[b_base + (k0 + 2 * t) * 8 + g];
+        fb[1] = b[b_base + (k0 + 2 * t + 1) * 8 + g];
+        fb[2] = b[b_base + (k0 + 2 * t + 8) * 8 + g];
+        fb[3] = b[b_base + (k0 + 2 * t + 9) * 8 + g];
+        plane_mma(&mut acc, fa, fb);
+    }
+    d[c_base + g * 8 + 2 * t] = acc[0];
+    d[c_base + g * 8 + 2 * t + 1] = acc[1];
+    d[c_base + (g + 8) * 8 + 2 * t] = acc[2];
+    d[c_base + (g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+/// A specialization of each kernel here.
+pub(super) fn definitions() -> Vec<KernelDefinition> {
+    vec![
+        mma_tiles::definition::<bf16>(4),
+        mma_tiles::definition::<f16>(1),
+    ]
+}
+
+/// One problem per plane: `a`, `b`, `c` as the kernel lays them out.
+struct Problems<T> {
+    planes: usize,
+    k: usize,
+    a: Vec<T>,
+    b: Vec<T>,
+    c: Vec<f32>,
+}
+
+impl<T: MmaInput> Problems<T> {
+    /// `planes` problems of depth `k`, their values from `value(index)`.
+    fn new(planes: usize, k: usize, value: impl Fn(usize) -> f64) -> Self {
+        let a = (0..planes * 16 * k).map(|i| T::new(value(i))).collect();
+        let b = (0..planes * k * 8)
+            .map(|i| T::new(value(i + 7919)))
+            .collect();
+        let c = (0..planes * 128)
+            .map(|i| value(i + 104_729) as f32)
+            .collect();
+        Self { planes, k, a, b, c }
+    }
+
+    /// `D` on the host: `c + Σ a·b` in `f32`, in `k` order, and `Σ |a·b|` per element.
+    fn expected(&self) -> (Vec<f32>, Vec<f32>) {
+        let mut d = Vec::with_capacity(self.c.len());
+        let mut magnitude = Vec::with_capacity(self.c.len());
+        for p in 0..self.planes {
+            for i in 0..16 {
+                for j in 0..8 {
+                    let mut sum = self.c[p * 128 + i * 8 + j];
+                    let mut size = sum.abs();
+                    for kk in 0..self.k {
+                        let product = self.a[p * 16 * self.k + i * self.k + kk].to_f32_exact()
+                            * self.b[p * self.k * 8 + kk * 8 + j].to_f32_exact();
+                        sum += product;
+                        size += product.abs();
+                    }
+                    d.push(sum);
+                    magnitude.push(size);
+                }
+            }
+        }
+        (d, magnitude)
+    }
+
+    /// Runs the kernel; `None` where the backend refused `plane_mma` as its features say.
+    fn run<B: TestBackend>(&self, client: &Client<B>) -> Option<Vec<f32>> {
+        let a = upload_scalars::<B, T>(client, &self.a);
+        let b = upload_scalars::<B, T>(client, &self.b);
+        let c = upload_scalars::<B, f32>(client, &self.c);
+        let d: Handle = upload_scalars::<B, f32>(client, &vec![f32::NAN; self.c.len()]);
+        let cubes = (self.planes as u32).div_ceil(PLANES_PER_CUBE);
+        let launched = mma_tiles::launch::<T, B::R>(
+            client,
+            CubeCount::Static(cubes, 1, 1),
+            CubeDim::new_1d(32 * PLANES_PER_CUBE),
+            &a,
+            &b,
+            &c,
+            &d,
+            (self.k / 16) as u32,
+        );
+        if !client.features().plane_mma {
+            // Refused when launched, or (a backend that builds kernels on its device
+            // thread) at the next sync.
+            let result = launched
+                .map_err(ServerError::from)
+                .and_then(|()| client.sync());
+            assert!(
+                matches!(
+                    result,
+                    Err(ServerError::Launch(LaunchError::Unsupported { .. }))
+                ),
+                "plane_mma where the features deny it: {result:?}"
+            );
+            return None;
+        }
+        launched.unwrap();
+        Some(read_scalars::<B, f32>(client, &d))
+    }
+}
+
+fn integer_products_are_exact<B: TestBackend, T: MmaInput>(k: usize) {
+    let client = client::<B>();
+    let problems = Problems::<T>::new(4, k, |i| ((i * 37 + 11) % 9) as f64 - 4.0);
+    let Some(got) = problems.run::<B>(&client) else {
+        return;
+    };
+    let (want, _) = problems.expected();
+    for (index, (got, want)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "element {index}: {got} != {want}"
+        );
+    }
+}
+
+/// On integer inputs (exact sums) every element of `D` equals the host's product bit for
+/// bit: `bf16` fragments, four K blocks chained through the accumulator, four planes.
+pub fn plane_mma_of_bf16_integers_is_exact<B: TestBackend>() {
+    integer_products_are_exact::<B, bf16>(64);
+}
+
+/// The same with `f16` fragments and one K block.
+pub fn plane_mma_of_f16_integers_is_exact<B: TestBackend>() {
+    integer_products_are_exact::<B, f16>(16);
+}
+
+/// On random inputs each element is within float rounding of the host's `f32` sum: at most
+/// 2⁻²⁰ of the sum of the magnitudes of its terms (tensor cores sum in their own order and
+/// precision).
+pub fn plane_mma_of_random_bf16_is_within_rounding<B: TestBackend>() {
+    let client = client::<B>();
+    let problems = Problems::<bf16>::new(4, 64, |i| {
+        let x = (i as u64).wrapping_mul(6_364_136_223_846_793_005) >> 33;
+        (x % 20_000) as f64 / 5_000.0 - 2.0
+    });
+    let Some(got) = problems.run::<B>(&client) else {
+        return;
+    };
+    let (want, magnitude) = problems.expected();
+    for (index, ((got, want), size)) in got.iter().zip(&want).zip(&magnitude).enumerate() {
+        let tolerance = size * f32::powi(2.0, -20);
+        assert!(
+            (got - want).abs() <= tolerance,
+            "element {index}: {got} vs {want} (tolerance {tolerance})"
+        );
+    }
+}
