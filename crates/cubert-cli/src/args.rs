@@ -116,6 +116,9 @@ pub enum Group {
     /// Replay of allocation traces (the anchors' and generated training loops): peak
     /// reserved against peak live, replay time, device allocations.
     Trace,
+    /// The kernel language's tensor-core bf16 matmul next to cuBLAS (GPUs with tensor
+    /// cores only).
+    Mma,
 }
 
 /// The tools under `cubert bench`.

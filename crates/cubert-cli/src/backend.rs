@@ -71,10 +71,23 @@ pub trait CliRuntime: Runtime {
     fn vendor_matmul(_client: &ComputeClient<Self>) -> Result<Option<VendorMatmul<Self>>, String> {
         Ok(None)
     }
+
+    /// The vendor library's bf16 matmul (bf16 in and out, f32 compute), the peer of the
+    /// tensor-core matmul in `cubert bench --only mma`: cuBLAS's `cublasGemmEx` on CUDA.
+    /// `Ok(None)` where the backend has none.
+    ///
+    /// # Errors
+    /// Why the library can't be used (not found, failed to start).
+    fn vendor_matmul_bf16(
+        _client: &ComputeClient<Self>,
+    ) -> Result<Option<VendorMatmul<Self>>, String> {
+        Ok(None)
+    }
 }
 
 /// A vendor library's matmul: `run(client, (lhs, rhs, out), (m, k, n))` computes row-major
-/// f32 `out = lhs × rhs` on the client's stream.
+/// `out = lhs × rhs` on the client's stream (f32, or bf16 for
+/// [`CliRuntime::vendor_matmul_bf16`]).
 pub struct VendorMatmul<R: Runtime> {
     /// What it is (`cuBLAS 12.9.1 sgemm`).
     pub name: String,
@@ -119,6 +132,18 @@ impl CliRuntime for cubert::CudaRuntime {
         Ok(Some(VendorMatmul {
             name: format!("cuBLAS {version} sgemm"),
             run: Box::new(move |client, handles, dims| cublas.sgemm(client, handles, dims)),
+        }))
+    }
+
+    fn vendor_matmul_bf16(
+        client: &ComputeClient<Self>,
+    ) -> Result<Option<VendorMatmul<Self>>, String> {
+        use cubert::cuda::cublas::{Cublas, cublas_status};
+        let version = cublas_status().clone()?;
+        let cublas = Cublas::new(client).map_err(|error| error.to_string())?;
+        Ok(Some(VendorMatmul {
+            name: format!("cuBLAS {version} bf16 GemmEx"),
+            run: Box::new(move |client, handles, dims| cublas.gemm_bf16(client, handles, dims)),
         }))
     }
 }

@@ -5,7 +5,8 @@
 //! `compare`). Groups (one file each, with the parts they run): `alloc` (allocation
 //! throughput), `transfer` (host to device and back at 1 GiB, then the size sweep of
 //! `sweep`), `launch` (launch overhead, then graph replay in `graph`), `bandwidth` (vector
-//! add, then device-to-device copy in `copy`) and `trace` (replay of an allocation trace).
+//! add, then device-to-device copy in `copy`), `trace` (replay of an allocation trace) and
+//! `mma` (the language's tensor-core matmul next to cuBLAS).
 //! Each figure is the median of several repetitions after a warm-up, and each is checked: a
 //! failed check prints `FAIL ...`, drops the figure, counts in `failures` and makes the exit
 //! code 1. A figure the backend can't measure (graphs on the CPU, the trace when no trace
@@ -33,6 +34,7 @@ mod copy;
 mod gather_scatter;
 mod graph;
 mod launch;
+mod mma;
 mod peers;
 mod plot;
 mod recorder;
@@ -74,12 +76,13 @@ pub use crate::args::Group;
 
 impl Group {
     /// Every group, in the order they run.
-    pub const ALL: [Group; 5] = [
+    pub const ALL: [Group; 6] = [
         Group::Alloc,
         Group::Transfer,
         Group::Launch,
         Group::Bandwidth,
         Group::Trace,
+        Group::Mma,
     ];
 
     fn name(self) -> &'static str {
@@ -89,6 +92,7 @@ impl Group {
             Group::Launch => "launch",
             Group::Bandwidth => "bandwidth",
             Group::Trace => "trace",
+            Group::Mma => "mma",
         }
     }
 
@@ -100,6 +104,7 @@ impl Group {
             Group::Launch => launch::FIGURES,
             Group::Bandwidth => bandwidth::FIGURES,
             Group::Trace => trace::FIGURES,
+            Group::Mma => mma::FIGURES,
         }
     }
 }
@@ -218,6 +223,7 @@ fn bench<R: CliRuntime>(
                 options.write_traces.as_deref(),
                 &mut recorder,
             ),
+            Group::Mma => mma::run(client, quick, &mut recorder),
         };
         if let Err(error) = outcome {
             recorder.fail(&format!("group {group} stopped: {error:#}"));

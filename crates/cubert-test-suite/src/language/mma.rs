@@ -200,3 +200,65 @@ pub fn plane_mma_of_random_bf16_is_within_rounding<B: TestBackend>() {
         );
     }
 }
+
+/// The tensor-core matmul written on `plane_mma`
+/// (`kernel::standard::matmul_mma::matmul_plane_mma`) equals the host's product bit for bit
+/// on integer inputs, for a shape of whole tiles (lines of 8) and one with partial tiles
+/// and `k` not a multiple of 8 (element loads, zeros past the edges, no store outside).
+pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
+    use cubert_runtime::kernel::standard::matmul_mma::{TILE, UNITS, matmul_plane_mma};
+    let client = client::<B>();
+    for (m, k, n) in [(128usize, 64usize, 64usize), (80, 36, 72)] {
+        let value = |i: usize| ((i * 29 + 3) % 7) as f32 - 3.0;
+        let lhs: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32(value(i))).collect();
+        let rhs: Vec<bf16> = (0..k * n).map(|i| bf16::from_f32(value(i + 5))).collect();
+        let a = upload_scalars::<B, bf16>(&client, &lhs);
+        let b = upload_scalars::<B, bf16>(&client, &rhs);
+        // One row more than the product: nothing may be stored past `m × n`.
+        let sentinel = bf16::from_f32(-77.0);
+        let out = upload_scalars::<B, bf16>(&client, &vec![sentinel; (m + 1) * n]);
+        let launched = matmul_plane_mma::launch::<bf16, B::R>(
+            &client,
+            CubeCount::Static((n as u32).div_ceil(TILE), (m as u32).div_ceil(TILE), 1),
+            CubeDim::new_1d(UNITS),
+            &a,
+            &b,
+            &out,
+            m as u32,
+            k as u32,
+            n as u32,
+        );
+        if !client.features().plane_mma {
+            let result = launched
+                .map_err(ServerError::from)
+                .and_then(|()| client.sync());
+            assert!(
+                matches!(
+                    result,
+                    Err(ServerError::Launch(LaunchError::Unsupported { .. }))
+                ),
+                "{result:?}"
+            );
+            return;
+        }
+        launched.unwrap();
+        let got = read_scalars::<B, bf16>(&client, &out);
+        for i in 0..m {
+            for j in 0..n {
+                let want: f32 = (0..k).fold(0.0, |sum, p| {
+                    sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
+                });
+                assert_eq!(
+                    got[i * n + j].to_bits(),
+                    bf16::from_f32(want).to_bits(),
+                    "({m}, {k}, {n}): out[{i}][{j}] = {} != {want}",
+                    got[i * n + j]
+                );
+            }
+        }
+        assert!(
+            got[m * n..].iter().all(|v| *v == sentinel),
+            "stored past the product"
+        );
+    }
+}

@@ -19,6 +19,7 @@
 mod build;
 pub mod elementwise;
 pub mod matmul;
+pub mod matmul_mma;
 pub mod reduce;
 
 pub use build::{
