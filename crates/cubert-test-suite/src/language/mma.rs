@@ -64,9 +64,12 @@ fn mma_tiles<T: MmaInput>(
 
 /// A specialization of each kernel here.
 pub(super) fn definitions() -> Vec<KernelDefinition> {
+    use cubert_runtime::kernel::standard::matmul_mma::matmul_plane_mma;
     vec![
         mma_tiles::definition::<bf16>(4),
         mma_tiles::definition::<f16>(1),
+        matmul_plane_mma::definition::<bf16>(),
+        matmul_plane_mma::definition::<f16>(),
     ]
 }
 
