@@ -92,6 +92,27 @@ fn upload_scalars<B: TestBackend, T: Scalar>(client: &Client<B>, values: &[T]) -
         .unwrap_or_else(|error| panic!("uploading {} values failed: {error}", values.len()))
 }
 
+/// Asserts that a launch of a kernel the backend's features deny (`what`) was refused with
+/// `LaunchError::Unsupported`, when launched or (a backend that builds kernels on its device
+/// thread) at the next sync.
+fn assert_refused_as_unsupported<B: TestBackend>(
+    client: &Client<B>,
+    launched: Result<(), cubert_runtime::LaunchError>,
+    what: &str,
+) {
+    use cubert_runtime::{LaunchError, ServerError};
+    let result = launched
+        .map_err(ServerError::from)
+        .and_then(|()| client.sync());
+    assert!(
+        matches!(
+            result,
+            Err(ServerError::Launch(LaunchError::Unsupported { .. }))
+        ),
+        "{what} where the features deny it: {result:?}"
+    );
+}
+
 /// `len` copies of `value`, uploaded.
 fn filled<B: TestBackend, T: Scalar>(client: &Client<B>, value: T, len: usize) -> Handle {
     upload_scalars::<B, T>(client, &vec![value; len])

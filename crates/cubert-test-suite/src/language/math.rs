@@ -3,13 +3,13 @@
 //! fixes the result and within a few ulps for the transcendental functions; half types
 //! computing in `f32` and rounding back; integer `abs`/`min`/`max`; `select` and `is_nan`.
 
-use super::within_ulps;
 use super::{assert_each, assert_same, cover, filled, read_bytes, read_scalars, upload_scalars};
+use super::{assert_refused_as_unsupported, within_ulps};
 use crate::backend::{Client, TestBackend};
 use crate::support::client;
+use cubert_runtime::ElemType;
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
-use cubert_runtime::{ElemType, LaunchError, ServerError};
 
 /// The one-argument float methods, 16 results per element (in [`UNARY`]'s order); the
 /// transcendental ones only if `transcendental` (the others are left as they were).
@@ -448,16 +448,7 @@ pub fn transcendental_float_methods_are_within_four_ulps_of_std<B: TestBackend>(
         let out = filled::<B, f64>(&client, 0.0, 2 * 16);
         let (count, dim) = cover(2, 8);
         let launched = unary_math::launch::<f64, B::R>(&client, count, dim, &xs, &out, true);
-        let result = launched
-            .map_err(ServerError::from)
-            .and_then(|()| client.sync());
-        assert!(
-            matches!(
-                result,
-                Err(ServerError::Launch(LaunchError::Unsupported { .. }))
-            ),
-            "f64 transcendentals where the features deny them: {result:?}"
-        );
+        assert_refused_as_unsupported::<B>(&client, launched, "f64 transcendentals");
     }
     assert!(!within_ulps(1.0f32, 1.0 + 5.0 * f32::EPSILON, 4));
 }

@@ -6,12 +6,12 @@
 //! rounding. Where `Features::plane_mma` is false the launch is refused with
 //! `LaunchError::Unsupported`.
 
-use super::{read_scalars, upload_scalars};
+use super::{assert_refused_as_unsupported, read_scalars, upload_scalars};
 use crate::backend::{Client, TestBackend};
 use crate::support::client;
 use cubert_runtime::lang::KernelDefinition;
 use cubert_runtime::lang::prelude::*;
-use cubert_runtime::{CubeCount, CubeDim, Handle, LaunchError, ServerError};
+use cubert_runtime::{CubeCount, CubeDim, Handle};
 
 /// Planes per cube in these launches.
 const PLANES_PER_CUBE: u32 = 2;
@@ -136,18 +136,7 @@ impl<T: MmaInput> Problems<T> {
             (self.k / 16) as u32,
         );
         if !client.features().plane_mma {
-            // Refused when launched, or (a backend that builds kernels on its device
-            // thread) at the next sync.
-            let result = launched
-                .map_err(ServerError::from)
-                .and_then(|()| client.sync());
-            assert!(
-                matches!(
-                    result,
-                    Err(ServerError::Launch(LaunchError::Unsupported { .. }))
-                ),
-                "plane_mma where the features deny it: {result:?}"
-            );
+            assert_refused_as_unsupported::<B>(client, launched, "plane_mma");
             return None;
         }
         launched.unwrap();
@@ -232,16 +221,7 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
             n as u32,
         );
         if !client.features().plane_mma {
-            let result = launched
-                .map_err(ServerError::from)
-                .and_then(|()| client.sync());
-            assert!(
-                matches!(
-                    result,
-                    Err(ServerError::Launch(LaunchError::Unsupported { .. }))
-                ),
-                "{result:?}"
-            );
+            assert_refused_as_unsupported::<B>(&client, launched, "the tensor-core matmul");
             return;
         }
         launched.unwrap();
