@@ -23,8 +23,7 @@ use cubert_runtime::memory::{
     DeviceMemory, ForeignMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport,
     MemoryUsage,
 };
-use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
-use cubert_runtime::properties::TimingMethod;
+use cubert_runtime::profile::{HostProfiles, ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
     ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
@@ -33,9 +32,7 @@ use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, Handle, IoError, KernelArguments,
     LaunchError, ProfileError, ServerError, StreamId,
 };
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The server of one virtual CPU device. See the module docs.
 pub struct CpuServer {
@@ -43,8 +40,7 @@ pub struct CpuServer {
     memory: DeviceMemory<HostStorage>,
     utilities: Arc<ServerUtilities<CpuServer>>,
     errors: StreamErrors,
-    profiles: HashMap<u64, Instant>,
-    next_token: u64,
+    profiles: HostProfiles,
     pool: rayon::ThreadPool,
 }
 
@@ -120,8 +116,7 @@ impl CpuServer {
             memory,
             utilities: Arc::new(utilities),
             errors: StreamErrors::default(),
-            profiles: HashMap::new(),
-            next_token: 0,
+            profiles: HostProfiles::default(),
             pool,
         })
     }
@@ -594,11 +589,7 @@ impl ComputeServer for CpuServer {
     }
 
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
-        self.next_token += 1;
-        self.profiles.insert(self.next_token, Instant::now());
-        Ok(ProfilingToken {
-            id: self.next_token,
-        })
+        Ok(self.profiles.start())
     }
 
     fn end_profile(
@@ -606,16 +597,7 @@ impl ComputeServer for CpuServer {
         _stream: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        let start = self
-            .profiles
-            .remove(&token.id)
-            .ok_or_else(|| ProfileError::NotRegistered {
-                backtrace: BackTrace::capture(),
-            })?;
-        Ok(ProfileDuration::from_ticks(
-            ProfileTicks::new(start, Instant::now()),
-            TimingMethod::System,
-        ))
+        self.profiles.end(token)
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {

@@ -114,3 +114,39 @@ impl fmt::Debug for ProfileDuration {
             .finish()
     }
 }
+
+/// Profiles timed by the host clock, for servers whose work is complete once it ran (the
+/// CPU, the dry run): `start` notes the time under a new token, `end` measures from it.
+#[derive(Debug, Default)]
+pub struct HostProfiles {
+    started: std::collections::HashMap<u64, Instant>,
+    next_token: u64,
+}
+
+impl HostProfiles {
+    /// Starts a profile now.
+    pub fn start(&mut self) -> ProfilingToken {
+        self.next_token += 1;
+        self.started.insert(self.next_token, Instant::now());
+        ProfilingToken {
+            id: self.next_token,
+        }
+    }
+
+    /// The time since `token`'s start, by the host clock.
+    ///
+    /// # Errors
+    /// [`ProfileError::NotRegistered`] for a token this never started (or already ended).
+    pub fn end(&mut self, token: ProfilingToken) -> Result<ProfileDuration, ProfileError> {
+        let start = self
+            .started
+            .remove(&token.id)
+            .ok_or_else(|| ProfileError::NotRegistered {
+                backtrace: crate::backtrace::BackTrace::capture(),
+            })?;
+        Ok(ProfileDuration::from_ticks(
+            ProfileTicks::new(start, Instant::now()),
+            TimingMethod::System,
+        ))
+    }
+}

@@ -9,7 +9,6 @@
 use super::kernel::DryRunKernel;
 use super::storage::{VirtualRange, VirtualStorage};
 use super::{DryRunDevice, DryRunInfo, DryRunReport, DryRunTarget};
-use crate::backtrace::BackTrace;
 use crate::bytes::Bytes;
 use crate::config::CubertConfig;
 use crate::copy::CopyDescriptor;
@@ -23,24 +22,21 @@ use crate::memory::{
     DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryOptions, MemoryReport,
     MemoryUsage,
 };
-use crate::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
+use crate::profile::{HostProfiles, ProfileDuration, ProfilingToken};
 use crate::properties::TimingMethod;
 use crate::server::{
     ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
 use crate::storage::ManagedResource;
 use crate::stream::StreamId;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The server of one dry-run device. See the module docs.
 pub struct DryRunServer {
     memory: DeviceMemory<VirtualStorage>,
     utilities: Arc<ServerUtilities<DryRunServer>>,
     errors: StreamErrors,
-    profiles: HashMap<u64, Instant>,
-    next_token: u64,
+    profiles: HostProfiles,
     counts: DryRunReport,
 }
 
@@ -96,8 +92,7 @@ impl DryRunServer {
             memory,
             utilities: Arc::new(utilities),
             errors: StreamErrors::default(),
-            profiles: HashMap::new(),
-            next_token: 0,
+            profiles: HostProfiles::default(),
             counts: DryRunReport::default(),
         }
     }
@@ -315,11 +310,7 @@ impl ComputeServer for DryRunServer {
     }
 
     fn start_profile(&mut self, _stream: StreamId) -> Result<ProfilingToken, ServerError> {
-        self.next_token += 1;
-        self.profiles.insert(self.next_token, Instant::now());
-        Ok(ProfilingToken {
-            id: self.next_token,
-        })
+        Ok(self.profiles.start())
     }
 
     fn end_profile(
@@ -327,16 +318,7 @@ impl ComputeServer for DryRunServer {
         _stream: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        let start = self
-            .profiles
-            .remove(&token.id)
-            .ok_or_else(|| ProfileError::NotRegistered {
-                backtrace: BackTrace::capture(),
-            })?;
-        Ok(ProfileDuration::from_ticks(
-            ProfileTicks::new(start, Instant::now()),
-            TimingMethod::System,
-        ))
+        self.profiles.end(token)
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream: StreamId) {
