@@ -20,6 +20,7 @@ use cubert_runtime::spin::{recv_spinning, spinning_helps};
 use cubert_runtime::{Bytes, ProfileError, ServerError, StreamId};
 use cudarc::driver::sys::CUevent;
 use std::any::Any;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -120,7 +121,8 @@ pub enum Check {
 }
 
 impl Check {
-    fn report(self, shared: &Shared) {
+    /// Turns the counters into errors on the stream. Call once the launches are complete.
+    pub fn report(self, shared: &Shared) {
         match self {
             Check::Block(mut block, stream) => {
                 for error in block.take_errors() {
@@ -159,8 +161,38 @@ unsafe impl Send for Job {}
 
 /// Handle to the completion thread; dropping it finishes the queued jobs and joins.
 pub struct Completion {
-    sender: Option<Sender<Job>>,
+    queue: CompletionQueue,
     thread: Option<JoinHandle<()>>,
+}
+
+/// A way to queue jobs for the completion thread from any thread (what a
+/// [`crate::direct_wait::DirectWait`] hands its event to when it stops waiting itself), and
+/// the count of jobs queued and not yet finished.
+#[derive(Clone)]
+pub struct CompletionQueue {
+    /// Jobs; `None` stops the thread (sent when the server drops, so that a queue still
+    /// held by a direct wait doesn't keep the thread alive).
+    sender: Sender<Option<Job>>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl CompletionQueue {
+    /// Queues a job.
+    ///
+    /// # Errors
+    /// [`ServerError::Generic`] if the thread is gone.
+    pub fn submit(&self, job: Job) -> Result<(), ServerError> {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        self.sender.send(Some(job)).map_err(|_| {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            ServerError::generic("the CUDA completion thread has stopped")
+        })
+    }
+
+    /// Whether every job queued so far is finished: its checks reported, its reply sent.
+    pub fn is_idle(&self) -> bool {
+        self.pending.load(Ordering::Acquire) == 0
+    }
 }
 
 impl Completion {
@@ -175,15 +207,17 @@ impl Completion {
         timing_events: Arc<EventPool>,
     ) -> Result<Self, ServerError> {
         let (sender, receiver) = mpsc::channel();
+        let pending = Arc::new(AtomicUsize::new(0));
         let name = format!("cubert-cuda{}-completion", context.ordinal());
+        let finished = pending.clone();
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || run(context, shared, events, timing_events, receiver))
+            .spawn(move || run(context, shared, events, timing_events, receiver, finished))
             .map_err(|error| {
                 ServerError::generic(format!("can't start the completion thread: {error}"))
             })?;
         Ok(Self {
-            sender: Some(sender),
+            queue: CompletionQueue { sender, pending },
             thread: Some(thread),
         })
     }
@@ -193,19 +227,37 @@ impl Completion {
     /// # Errors
     /// [`ServerError::Generic`] if the thread is gone.
     pub fn submit(&self, job: Job) -> Result<(), ServerError> {
-        self.sender
-            .as_ref()
-            .and_then(|sender| sender.send(job).ok())
-            .ok_or_else(|| ServerError::generic("the CUDA completion thread has stopped"))
+        self.queue.submit(job)
+    }
+
+    /// Whether every job queued so far is finished.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_idle()
+    }
+
+    /// A queue to the thread that any thread may use.
+    pub fn queue(&self) -> CompletionQueue {
+        self.queue.clone()
     }
 }
 
 impl Drop for Completion {
     fn drop(&mut self) {
-        self.sender = None;
+        // The jobs queued so far are finished first; a direct wait that hands off later is
+        // told the thread has stopped.
+        let _ = self.queue.sender.send(None);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Counts a job as finished when dropped (after its reply was sent).
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -214,7 +266,7 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Waits until `event` completes: polls it for [`POLL`] (short work finishes with no
 /// thread wake-up), then blocks.
-fn wait_for(event: CUevent) -> Result<(), DriverFailure> {
+pub(crate) fn wait_for(event: CUevent) -> Result<(), DriverFailure> {
     if spinning_helps() {
         let start = Instant::now();
         while start.elapsed() < POLL {
@@ -234,15 +286,18 @@ fn run(
     shared: Arc<Shared>,
     events: Arc<EventPool>,
     timing_events: Arc<EventPool>,
-    receiver: Receiver<Job>,
+    receiver: Receiver<Option<Job>>,
+    pending: Arc<AtomicUsize>,
 ) {
     if let Err(failure) = context.bind() {
         shared.set_unhealthy(failure.into_server_error());
     }
-    while let Ok(job) = recv_spinning(&receiver) {
+    while let Ok(Some(job)) = recv_spinning(&receiver) {
         if let Err(failure) = wait_for(job.event) {
             shared.set_unhealthy(failure.into_server_error());
         }
+        // The job counts as finished from here: its checks are reported before the reply.
+        let _finished = Finished(&pending);
         for check in job.checks {
             check.report(&shared);
         }

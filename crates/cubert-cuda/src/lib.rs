@@ -30,6 +30,7 @@ mod completion;
 mod context;
 pub mod cublas;
 mod device;
+mod direct_wait;
 mod driver;
 mod graph;
 pub mod interop;

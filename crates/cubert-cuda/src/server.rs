@@ -26,6 +26,7 @@ use crate::compiler::Compiler;
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
+use crate::direct_wait::{DirectWait, DirectWaitParts};
 use crate::driver::driver_status;
 use crate::graph::Graphs;
 use crate::kernel::CudaKernel;
@@ -60,6 +61,8 @@ pub struct CudaServer {
     // queued jobs), then the objects living in the context, the core's and the parts'; each
     // holds an `Arc` of the context, so the context itself goes last.
     completion: Completion,
+    /// What a sync on an idle completion thread gives its caller to wait by itself.
+    direct_wait: DirectWaitParts,
     shared: Arc<Shared>,
     device: CudaDevice,
     context: Arc<CudaContext>,
@@ -184,8 +187,15 @@ impl CudaServer {
             timing_events.clone(),
         )?;
         let transfers = Transfers::new(pinned, config.cuda.copy_threads, device.index)?;
+        let direct_wait = DirectWaitParts {
+            context: context.clone(),
+            shared: shared.clone(),
+            events: events.clone(),
+            queue: completion.queue(),
+        };
         Ok(Self {
             completion,
+            direct_wait,
             shared,
             device,
             memory,
@@ -382,6 +392,22 @@ impl CudaServer {
 
     /// Sends a job resolved when `stream` reaches this point, with its status checks.
     fn submit_job(&mut self, stream: StreamId, reply: Reply) -> Result<(), ServerError> {
+        let (event, checks) = self.detach_and_record(stream)?;
+        self.completion.submit(Job {
+            event,
+            timing_event: false,
+            stream,
+            checks,
+            reply,
+        })
+    }
+
+    /// Detaches the stream's status block and records an event after the work queued on
+    /// the stream: what waiting for that work needs.
+    fn detach_and_record(
+        &mut self,
+        stream: StreamId,
+    ) -> Result<(cudarc::driver::sys::CUevent, Vec<Check>), ServerError> {
         self.refuse_if_capturing(stream)?;
         let checks: Vec<Check> = self
             .status
@@ -390,13 +416,7 @@ impl CudaServer {
             .into_iter()
             .collect();
         let event = self.streams.record(stream)?;
-        self.completion.submit(Job {
-            event,
-            timing_event: false,
-            stream,
-            checks,
-            reply,
-        })
+        Ok((event, checks))
     }
 
     /// Only launches may be captured into a graph.
@@ -620,6 +640,18 @@ impl ComputeServer for CudaServer {
         }
         self.drain_releases();
         self.memory.manager().release_idle(&mut self.streams);
+        if self.completion.is_idle() {
+            // Nothing queued can add an error for the stream: the caller waits itself.
+            return match self.detach_and_record(stream) {
+                Ok((event, checks)) => Box::pin(DirectWait::new(
+                    self.direct_wait.clone(),
+                    stream,
+                    event,
+                    checks,
+                )),
+                Err(error) => ready(Err(self.shared.observe(error))),
+            };
+        }
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Sync(sender)) {
             return ready(Err(self.shared.observe(error)));

@@ -162,6 +162,60 @@ fn checked_out_of_bounds_write_is_reported_and_writes_nothing() {
     );
 }
 
+/// Spins for `info[0]` clock cycles.
+const SPIN: &str = "extern \"C\" __global__ void spin(const __grid_constant__ cubert::Args a) { long long start = clock64(); while (clock64() - start < (long long)a.info_words[0]) {} }";
+
+/// Launches `fill` of 11 elements into the 10 of `small`: one out-of-bounds store.
+fn fill_one_past(client: &ComputeClient<CudaRuntime>, small: &cubert_runtime::Handle) {
+    let fill = CudaRuntime::standard_kernel(StandardKernel::Fill(ElemType::F32)).unwrap();
+    client
+        .launch(
+            fill,
+            CubeCount::new_1d(1),
+            args(&[small], vec![11, encode_scalar(3.0f32)]),
+        )
+        .unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread_waits() {
+    let client = client();
+    let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
+    let spin = CudaKernel::from_cuda("spin", "spin", SPIN, CubeDim::new_single());
+    let is_out_of_bounds = |result: Result<(), ServerError>| {
+        matches!(result, Err(ServerError::OutOfBounds { accesses: 1, .. }))
+    };
+    // Short work: the caller sees the event complete itself.
+    fill_one_past(&client, &small);
+    assert!(is_out_of_bounds(client.sync()));
+    assert!(client.sync().is_ok(), "an error is reported once");
+    // About 20 ms of work: past the caller's own watch, the completion thread answers.
+    for wait in [true, false] {
+        client
+            .launch(
+                spin.clone(),
+                CubeCount::new_1d(1),
+                args(&[], vec![40_000_000]),
+            )
+            .unwrap();
+        fill_one_past(&client, &small);
+        if wait {
+            assert!(is_out_of_bounds(client.sync()));
+        } else {
+            // A sync dropped before the device got there loses nothing: the next one
+            // reports the launch's error.
+            drop(client.sync_async());
+            assert!(is_out_of_bounds(client.sync()));
+        }
+    }
+    assert!(client.sync().is_ok());
+    assert_eq!(
+        client.read_one(small).unwrap().to_elems::<f32>(),
+        vec![3.0; 10]
+    );
+}
+
 const FAULT: &str = "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { *(volatile int*)16 = 1; }";
 const TRAP: &str =
     "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { __trap(); }";

@@ -171,6 +171,11 @@ fn definitions() -> Vec<KernelDefinition> {
             .into_iter()
             .filter_map(standard::lines_definition),
     );
+    all.extend(
+        StandardKernel::every()
+            .into_iter()
+            .filter_map(|kernel| standard::units_definition(kernel).unwrap()),
+    );
     // Reduce-sum, every split of the CUDA backend's variants and the CPU's unit-per-row
     // kernel, for every numeric type.
     let mut splits: Vec<RowSplit> = reduce_sum_splits()

@@ -187,10 +187,17 @@ fn launch_elementwise<R: Runtime>(
     if len == 0 {
         return Ok(());
     }
-    let lines = if client.properties().hardware.num_cpu_cores.is_none() {
-        crate::kernel::standard::lines_kernel::<R>(kernel)?
+    let (lines, units) = if client.properties().hardware.num_cpu_cores.is_none() {
+        (
+            crate::kernel::standard::lines_kernel::<R>(kernel)?,
+            crate::kernel::standard::units_kernel::<R>(kernel)?,
+        )
     } else {
-        None
+        (None, None)
+    };
+    let scalar = Scalar {
+        looping: scalar,
+        units,
     };
     let line = crate::kernel::standard::elementwise::LINE;
     let mut start = 0;
@@ -217,10 +224,10 @@ fn launch_elementwise<R: Runtime>(
                             view.view(body as u64 * size, (count - body) as u64 * size)
                         })
                         .collect::<Result<Vec<_>, IoError>>()?;
-                    launch_over(client, scalar.clone(), &tail, count - body, extra)?;
+                    scalar.launch(client, &tail, count - body, extra)?;
                 }
             }
-            _ => launch_over(client, scalar.clone(), &views, count, extra)?,
+            _ => scalar.launch(client, &views, count, extra)?,
         }
         start += count;
         if start >= len {
@@ -229,8 +236,52 @@ fn launch_elementwise<R: Runtime>(
     }
 }
 
+/// The scalar form of an elementwise kernel: the grid-stride kernel, and on GPUs the one
+/// of a unit per element without a loop, which a one-dimensional grid takes (a grid of
+/// several rows, past the device's x limit, needs the loop).
+struct Scalar<K> {
+    looping: K,
+    units: Option<K>,
+}
+
+impl<K: Clone> Scalar<K> {
+    /// One launch over `views`, as [`launch_over`].
+    fn launch<R: Runtime>(
+        &self,
+        client: &ComputeClient<R>,
+        views: &[Handle],
+        count: usize,
+        extra: &[u64],
+    ) -> Result<(), LaunchError>
+    where
+        R::Server: crate::server::ComputeServer<Kernel = K>,
+        K: KernelMetadata,
+    {
+        match &self.units {
+            Some(units)
+                if matches!(
+                    elementwise_grid(
+                        client.properties(),
+                        count as u64,
+                        units.cube_dim().num_elems()
+                    ),
+                    CubeCount::Static(_, 1, 1)
+                ) =>
+            {
+                launch_over(client, units.clone(), views, count, extra)
+            }
+            _ => launch_over(client, self.looping.clone(), views, count, extra),
+        }
+    }
+}
+
 /// One launch of an elementwise kernel over `views`, with info `[count, extra...]` and one
 /// unit per item.
+///
+/// Launched without device-side bounds checks (unless `[compilation] bounds_check` asks for
+/// them): every caller has checked on the host that each buffer holds the elements the
+/// launch visits, so the checks could never fire, and on a GPU they are most of the time
+/// of a small launch (a one-element add in a graph).
 fn launch_over<R: Runtime>(
     client: &ComputeClient<R>,
     kernel: <R::Server as crate::server::ComputeServer>::Kernel,
@@ -245,7 +296,13 @@ fn launch_over<R: Runtime>(
     let arguments = KernelArguments::new()
         .with_buffers(views.iter().map(Handle::to_binding).collect())
         .with_info(MetadataBindingInfo::custom(info));
-    client.launch(kernel, cubes, arguments)
+    // SAFETY: the elementwise kernels access item `i` of each buffer only for `i < count`
+    // (the grid-stride loops end at `count`, clamped lower by the buffers' lengths; the
+    // kernels of a unit per element test `i < count`; an item of the lines kernel is a line
+    // of 4), each of `views` holds `count` items of its buffer's type (made by
+    // `launch_elementwise` from handles `check_holds` found large enough), and every loop
+    // ends.
+    unsafe { client.launch_unchecked(kernel, cubes, arguments) }
 }
 
 /// Launches the empty kernel once.

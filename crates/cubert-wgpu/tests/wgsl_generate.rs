@@ -483,6 +483,9 @@ fn every_standard_kernel_prints_valid_wgsl() {
         if let Some(definition) = standard::lines_definition(kernel) {
             all.push((definition, (256, 1, 1)));
         }
+        if let Some(definition) = standard::units_definition(kernel).unwrap() {
+            all.push((definition, (256, 1, 1)));
+        }
     }
     for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         for (index, split) in reduce_splits().into_iter().enumerate() {

@@ -46,9 +46,17 @@ const HELPERS: &str = r#"
         __builtin_assume(threadIdx.y < CUBERT_DIM_Y(CUBERT_CUBE_DIM));                     \
         __builtin_assume(threadIdx.z < CUBERT_DIM_Z(CUBERT_CUBE_DIM));                     \
     } while (0)
+// The cube dim is a constant too: no special-register read, and index arithmetic on it
+// folds (a one-element launch's path to its loads is a few instructions).
+#define CUBERT_BLOCK_DIM_X ((unsigned int)CUBERT_DIM_X(CUBERT_CUBE_DIM))
+#define CUBERT_BLOCK_DIM_Y ((unsigned int)CUBERT_DIM_Y(CUBERT_CUBE_DIM))
+#define CUBERT_BLOCK_DIM_Z ((unsigned int)CUBERT_DIM_Z(CUBERT_CUBE_DIM))
 #else
 #define CUBERT_LAUNCH_BOUNDS
 #define CUBERT_ASSUME_CUBE_DIM() do { } while (0)
+#define CUBERT_BLOCK_DIM_X blockDim.x
+#define CUBERT_BLOCK_DIM_Y blockDim.y
+#define CUBERT_BLOCK_DIM_Z blockDim.z
 #endif
 namespace cubert_lang {
 // The next value of a range loop: false when it passes `end` or wraps around.
@@ -366,8 +374,14 @@ impl Printer<'_> {
                     // loads in flight per unit); the counter is rebuilt from it each trip.
                     let unsigned = wrapping(elem);
                     self.line(&format!("{ty} b_{var} = {start};"));
+                    // A range that one step passes (the common case of a grid-stride loop
+                    // over a grid of a unit per element) takes one trip without the
+                    // division, which would be most of a small launch's time.
                     self.line(&format!(
-                        "{unsigned} n_{var} = b_{var} < e_{var} ? ({unsigned})(({unsigned})e_{var} - ({unsigned})b_{var} - 1u) / ({unsigned})s_{var} + 1u : 0u;"
+                        "{unsigned} r_{var} = b_{var} < e_{var} ? ({unsigned})(({unsigned})e_{var} - ({unsigned})b_{var} - 1u) : 0u;"
+                    ));
+                    self.line(&format!(
+                        "{unsigned} n_{var} = !(b_{var} < e_{var}) ? 0u : r_{var} < ({unsigned})s_{var} ? 1u : r_{var} / ({unsigned})s_{var} + 1u;"
                     ));
                     if constant {
                         self.line("#pragma unroll");
@@ -779,17 +793,16 @@ fn comparison_symbol(op: BinaryOp) -> &'static str {
 }
 
 fn builtin_expr(builtin: Builtin) -> &'static str {
-    const UNIT_POS: &str =
-        "(threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y)";
+    const UNIT_POS: &str = "(threadIdx.x + threadIdx.y * CUBERT_BLOCK_DIM_X + threadIdx.z * CUBERT_BLOCK_DIM_X * CUBERT_BLOCK_DIM_Y)";
     const CUBE_POS: &str =
         "(blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y)";
     match builtin {
         Builtin::AbsolutePos => {
-            "((blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y))"
+            "((blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y) * (CUBERT_BLOCK_DIM_X * CUBERT_BLOCK_DIM_Y * CUBERT_BLOCK_DIM_Z) + (threadIdx.x + threadIdx.y * CUBERT_BLOCK_DIM_X + threadIdx.z * CUBERT_BLOCK_DIM_X * CUBERT_BLOCK_DIM_Y))"
         }
-        Builtin::AbsolutePosX => "(blockIdx.x * blockDim.x + threadIdx.x)",
-        Builtin::AbsolutePosY => "(blockIdx.y * blockDim.y + threadIdx.y)",
-        Builtin::AbsolutePosZ => "(blockIdx.z * blockDim.z + threadIdx.z)",
+        Builtin::AbsolutePosX => "(blockIdx.x * CUBERT_BLOCK_DIM_X + threadIdx.x)",
+        Builtin::AbsolutePosY => "(blockIdx.y * CUBERT_BLOCK_DIM_Y + threadIdx.y)",
+        Builtin::AbsolutePosZ => "(blockIdx.z * CUBERT_BLOCK_DIM_Z + threadIdx.z)",
         Builtin::UnitPos => UNIT_POS,
         Builtin::UnitPosX => "threadIdx.x",
         Builtin::UnitPosY => "threadIdx.y",
@@ -798,17 +811,17 @@ fn builtin_expr(builtin: Builtin) -> &'static str {
         Builtin::CubePosX => "blockIdx.x",
         Builtin::CubePosY => "blockIdx.y",
         Builtin::CubePosZ => "blockIdx.z",
-        Builtin::CubeDim => "(blockDim.x * blockDim.y * blockDim.z)",
-        Builtin::CubeDimX => "blockDim.x",
-        Builtin::CubeDimY => "blockDim.y",
-        Builtin::CubeDimZ => "blockDim.z",
+        Builtin::CubeDim => "(CUBERT_BLOCK_DIM_X * CUBERT_BLOCK_DIM_Y * CUBERT_BLOCK_DIM_Z)",
+        Builtin::CubeDimX => "CUBERT_BLOCK_DIM_X",
+        Builtin::CubeDimY => "CUBERT_BLOCK_DIM_Y",
+        Builtin::CubeDimZ => "CUBERT_BLOCK_DIM_Z",
         Builtin::CubeCount => "(gridDim.x * gridDim.y * gridDim.z)",
         Builtin::CubeCountX => "gridDim.x",
         Builtin::CubeCountY => "gridDim.y",
         Builtin::CubeCountZ => "gridDim.z",
         Builtin::PlaneDim => "32u",
         Builtin::UnitPosPlane => {
-            "((threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) & 31u)"
+            "((threadIdx.x + threadIdx.y * CUBERT_BLOCK_DIM_X + threadIdx.z * CUBERT_BLOCK_DIM_X * CUBERT_BLOCK_DIM_Y) & 31u)"
         }
     }
 }

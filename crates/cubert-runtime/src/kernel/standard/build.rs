@@ -7,7 +7,9 @@
 //! builds nothing after the first.
 
 use super::StandardKernel;
-use super::elementwise::{binary, binary_lines, cast, copy, fill, noop};
+use super::elementwise::{
+    binary, binary_lines, binary_units, cast, cast_units, copy, fill, fill_units, noop,
+};
 use super::matmul::{MatmulTiling, matmul_definition};
 use super::reduce::{RowSplit, reduce_sum_definition};
 use crate::elem::ElemType;
@@ -191,6 +193,48 @@ pub fn lines_definition(kernel: StandardKernel) -> Option<KernelDefinition> {
     let name = kernel.name();
     Some(definition.renamed(name.clone(), name))
 }
+
+/// The definition of `kernel` for a grid of a unit per element along x, with no loop
+/// ([`fill_units`], [`cast_units`], [`binary_units`]); `None` for the others (copy goes
+/// through the driver, reduce-sum and matmul have their own grids). Named as the standard
+/// kernel, like [`lines_definition`].
+///
+/// # Errors
+/// [`LaunchError`] for arithmetic on booleans or 8-bit floats, as [`definition`].
+pub fn units_definition(kernel: StandardKernel) -> Result<Option<KernelDefinition>, LaunchError> {
+    let arithmetic = |elem: ElemType| no_arithmetic(kernel, elem).map_or(Ok(()), Err);
+    let definition = match kernel {
+        StandardKernel::Fill(elem) => {
+            crate::with_elem!(elem, u8, T => fill_units::definition::<T>())
+        }
+        StandardKernel::Cast { from, to } => crate::with_elem!(
+            from, bool, S => crate::with_elem!(to, bool, D => cast_units::definition::<S, D>())
+        ),
+        StandardKernel::Add(elem) | StandardKernel::Mul(elem) => {
+            arithmetic(elem)?;
+            let multiply = matches!(kernel, StandardKernel::Mul(_));
+            crate::with_elem!(elem, u8, u8, T => binary_units::definition::<T>(multiply))
+        }
+        _ => return Ok(None),
+    };
+    let name = kernel.name();
+    Ok(Some(definition.renamed(name.clone(), name)))
+}
+
+/// The kernel of [`units_definition`] built for runtime `R`, once per process.
+///
+/// # Errors
+/// As [`units_definition`], or the runtime's build error.
+pub fn units_kernel<R: Runtime>(
+    kernel: StandardKernel,
+) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
+    built::<R>(kernel, UNITS, || {
+        Ok(units_definition(kernel)?.map(|definition| (definition, ELEMENTWISE_CUBE_DIM)))
+    })
+}
+
+/// The variant key of the units kernels ([`units_kernel`]).
+const UNITS: &str = "units";
 
 /// Built kernels by runtime, standard kernel and variant (`""` for the standard kernel).
 type BuiltKernels = HashMap<(TypeId, StandardKernel, String), Box<dyn Any + Send>>;

@@ -112,3 +112,42 @@ pub fn binary_lines<T: Numeric>(
         out.set_line(i, c);
     }
 }
+
+/// [`fill`] for a grid of a unit per element along x: unit `i` writes element `i` if
+/// `i < len`, with no loop. Launched by `ops` on GPUs with a validated `len`; the few
+/// instructions before the store are what a small launch costs on the device.
+#[cubert_macros::kernel(crate = crate)]
+pub fn fill_units<T: Scalar>(out: &mut Array<T>, len: u64, value: T) {
+    let i = ABSOLUTE_POS_X;
+    if (i as u64) < len {
+        out[i] = value;
+    }
+}
+
+/// [`cast`] for a grid of a unit per element along x, as [`fill_units`].
+#[cubert_macros::kernel(crate = crate)]
+pub fn cast_units<S: Scalar, D: Scalar>(src: &Array<S>, dst: &mut Array<D>, len: u64) {
+    let i = ABSOLUTE_POS_X;
+    if (i as u64) < len {
+        dst[i] = src[i] as D;
+    }
+}
+
+/// [`binary`] for a grid of a unit per element along x, as [`fill_units`].
+#[cubert_macros::kernel(crate = crate)]
+pub fn binary_units<T: Numeric>(
+    lhs: &Array<T>,
+    rhs: &Array<T>,
+    out: &mut Array<T>,
+    len: u64,
+    #[comptime] multiply: bool,
+) {
+    let i = ABSOLUTE_POS_X;
+    if (i as u64) < len {
+        if multiply {
+            out[i] = lhs[i] * rhs[i];
+        } else {
+            out[i] = lhs[i] + rhs[i];
+        }
+    }
+}

@@ -24,7 +24,8 @@ pub mod reduce;
 
 pub use build::{
     ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
-    matmul_kernel, no_arithmetic, reduce_sum_kernel, standard_kernel,
+    matmul_kernel, no_arithmetic, reduce_sum_kernel, standard_kernel, units_definition,
+    units_kernel,
 };
 pub use matmul::{MatmulTiling, matmul_definition};
 pub use reduce::{RowSplit, reduce_sum_definition};
