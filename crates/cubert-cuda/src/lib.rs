@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+mod chunked_read;
 mod collective;
 mod compiler;
 mod completion;

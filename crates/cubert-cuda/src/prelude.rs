@@ -13,7 +13,7 @@
 //! compiles a kernel for a launch's execution mode.
 
 /// Version of the prelude; part of every compile-cache key.
-pub const PRELUDE_VERSION: u32 = 5;
+pub const PRELUDE_VERSION: u32 = 6;
 
 /// The prelude source.
 pub const PRELUDE: &str = r#"
@@ -59,11 +59,14 @@ __device__ __forceinline__ u64 grid_stride_x() {
 
 // Info words.
 __device__ __forceinline__ u64 info(const Args& a, int i) { return a.info_words[i]; }
+// The word is read whole (one 8-byte parameter load) and its low bytes reinterpreted: a
+// byte-by-byte copy out of the parameter space compiles to a chain of narrow loads and
+// shifts that sits before every use of the scalar.
 template <typename T> __device__ __forceinline__ T scalar(const Args& a, int i) {
+    static_assert(sizeof(T) <= sizeof(u64), "a scalar fits one info word");
+    u64 word = a.info_words[i];
     T value;
-    const unsigned char* from = reinterpret_cast<const unsigned char*>(&a.info_words[i]);
-    unsigned char* to = reinterpret_cast<unsigned char*>(&value);
-    for (unsigned int k = 0; k < sizeof(T); ++k) to[k] = from[k];
+    memcpy(&value, &word, sizeof(T));
     return value;
 }
 

@@ -21,13 +21,14 @@ mod communication;
 mod copy;
 mod launch;
 
+use crate::chunked_read::{CHUNK, CHUNKED_FROM, Chunk, ChunkedRead};
 use crate::collective::{Caller, CudaCollectives};
 use crate::compiler::Compiler;
 use crate::completion::{Check, Completion, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::device::{CudaDevice, CudaInfo};
 use crate::direct_wait::{DirectWait, DirectWaitParts};
-use crate::driver::driver_status;
+use crate::driver::{self, driver_status};
 use crate::graph::Graphs;
 use crate::kernel::CudaKernel;
 use crate::profiling::Profiler;
@@ -39,20 +40,24 @@ use crate::streams::{EventPool, Streams};
 use crate::transfer::{Transfers, upload_size};
 use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::CopyDescriptor;
-use cubert_runtime::future::{DynFut, oneshot, ready};
+use cubert_runtime::future::{DynFut, OneshotReceiver, oneshot, ready};
 use cubert_runtime::handle::MemoryId;
+use cubert_runtime::host_slice::HostSlice;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
     Allocation, DeviceMemory, ForeignMemory, IdMap, MemoryAllocationMode, MemoryLimits,
     MemoryReport, MemoryUsage, StreamOrdering, StreamPoint,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
-use cubert_runtime::server::{CapturedGraph, ComputeServer, DeviceService, ServerUtilities};
+use cubert_runtime::server::{
+    CapturedGraph, ComputeServer, DeviceService, ServerUtilities, copy_read_into,
+};
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     ProfileError, ServerError, StreamId,
 };
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The server of one CUDA device. See the module docs.
@@ -485,6 +490,84 @@ impl CudaServer {
     }
 }
 
+impl CudaServer {
+    /// Queues the chunks of a read of `dense` contiguous bytes into pinned memory, each
+    /// followed by an event, and hands the buffer to the completion thread as a read. `None`
+    /// when no pinned memory is left (the caller reads the ordinary way).
+    #[allow(clippy::type_complexity)]
+    fn start_chunked_read(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        dense: usize,
+        stream: StreamId,
+    ) -> Result<
+        Option<(
+            *const u8,
+            VecDeque<Chunk>,
+            OneshotReceiver<Result<Vec<Bytes>, ServerError>>,
+        )>,
+        ServerError,
+    > {
+        // Errors already queued on the stream come first, as for every read.
+        self.enter()?;
+        self.shared.take_errors(stream)?;
+        self.drain_releases();
+        self.refuse_if_capturing(stream)?;
+        let raw = self.streams.raw(stream)?;
+        let resource = self.resolve(&descriptor.handle)?;
+        self.use_on(descriptor.handle.id(), stream)?;
+        let Ok(mut pinned) = self.transfers.staging(dense) else {
+            return Ok(None);
+        };
+        let base = pinned.as_mut_ptr();
+        let mut chunks = VecDeque::new();
+        let mut failure = None;
+        for start in (0..dense).step_by(CHUNK) {
+            let end = (start + CHUNK).min(dense);
+            // SAFETY: the pinned buffer holds `dense` bytes and the device range `dense`
+            // bytes from `resource.ptr` (the descriptor was validated against it); the
+            // buffer lives until the completion thread's job below is done.
+            let copied = unsafe {
+                driver::copy::dtoh_async(
+                    base.add(start).cast(),
+                    resource.ptr + start as u64,
+                    end - start,
+                    raw,
+                )
+            };
+            match copied.and_then(|()| self.streams.record(stream)) {
+                Ok(event) => chunks.push_back(Chunk {
+                    event,
+                    range: start..end,
+                }),
+                Err(error) => {
+                    failure = Some(ServerError::from(error));
+                    break;
+                }
+            }
+        }
+        self.streams.bump(stream);
+        let (sender, receiver) = oneshot();
+        // The buffer is freed only once the device passed every queued chunk.
+        let reply = match failure {
+            None => Reply::Read(vec![pinned], sender),
+            Some(_) => Reply::Retire(Box::new(pinned)),
+        };
+        let submitted = self.submit_job(stream, reply);
+        if submitted.is_err() {
+            // The job, and the buffer with it, is gone: let the chunks land first.
+            let _ = self.streams.synchronize(stream);
+        }
+        if let Err(error) = failure.map_or(submitted, Err) {
+            for chunk in chunks {
+                self.streams.events().give_back(chunk.event);
+            }
+            return Err(error);
+        }
+        Ok(Some((base.cast_const(), chunks, receiver)))
+    }
+}
+
 /// [`CudaServer::settle`] on the server's streams and shared state, for where the server's
 /// memory is borrowed.
 fn settle(streams: &mut Streams, shared: &Shared) {
@@ -614,6 +697,48 @@ impl ComputeServer for CudaServer {
                 .await
                 .unwrap_or_else(|| Err(ServerError::generic("the CUDA completion thread stopped")))
         })
+    }
+
+    /// Large contiguous reads go in chunks whose host copies overlap the device's
+    /// ([`crate::chunked_read`]); others as the default, through [`Self::read`].
+    unsafe fn read_into(
+        &mut self,
+        descriptor: CopyDescriptor,
+        destination: HostSlice,
+        stream: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        let chunked = match descriptor.validate() {
+            Ok(dense) if dense >= CHUNKED_FROM && descriptor.is_contiguous() => {
+                self.start_chunked_read(&descriptor, dense, stream)
+            }
+            Ok(_) => Ok(None),
+            Err(error) => Err(error.into()),
+        };
+        match chunked {
+            Ok(Some((pinned, chunks, reply))) => {
+                // SAFETY: `pinned` is the buffer the job behind `reply` holds, covering
+                // every chunk; `destination` is lent until the future resolves or drops
+                // (this function's contract) and is as long as the read (the client checks).
+                Box::pin(unsafe {
+                    ChunkedRead::new(
+                        self.context.clone(),
+                        self.shared.clone(),
+                        self.streams.events().clone(),
+                        self.transfers.copy_pool(),
+                        pinned,
+                        chunks,
+                        destination,
+                        reply,
+                    )
+                })
+            }
+            Ok(None) => {
+                let read = self.read(vec![descriptor], stream);
+                // SAFETY: this function's contract, passed on.
+                unsafe { copy_read_into(read, destination) }
+            }
+            Err(error) => ready(Err(self.shared.observe(error))),
+        }
     }
 
     fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream: StreamId) {

@@ -75,7 +75,7 @@ pub(crate) fn classify(descriptor: &CopyDescriptor) -> CopyShape {
 }
 
 /// Copies `src` into `dst` on the copy threads.
-fn parallel_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
+pub(crate) fn parallel_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
     if src.len() <= PIECE {
         dst.copy_from_slice(src);
         return;
@@ -227,7 +227,7 @@ pub(crate) fn upload_size(descriptor: &CopyDescriptor, data: &Bytes) -> Result<u
 pub(crate) struct Transfers {
     pinned: Arc<PinnedPool>,
     ring: StagingRing,
-    copy_pool: rayon::ThreadPool,
+    copy_pool: Arc<rayon::ThreadPool>,
 }
 
 impl Transfers {
@@ -255,8 +255,13 @@ impl Transfers {
         Ok(Self {
             pinned,
             ring: StagingRing::default(),
-            copy_pool,
+            copy_pool: Arc::new(copy_pool),
         })
+    }
+
+    /// The host copy threads.
+    pub(crate) fn copy_pool(&self) -> Arc<rayon::ThreadPool> {
+        self.copy_pool.clone()
     }
 
     /// A pinned buffer of `size` bytes from the pool.

@@ -216,6 +216,30 @@ fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread
     );
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_large_read_into_the_callers_memory_lands_every_chunk_and_reports_queued_errors() {
+    let client = client();
+    // Past the chunked reads' threshold, with a ragged last chunk.
+    let len = (200 << 20) + 3;
+    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let handle = client.create(Bytes::from_slice(&data)).unwrap();
+    let mut out = vec![0xa5u8; len];
+    client.read_into(handle.clone(), &mut out).unwrap();
+    assert!(out == data, "the bytes read differ");
+    // An error queued on the stream comes back instead, as for every read.
+    let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
+    fill_one_past(&client, &small);
+    assert!(matches!(
+        client.read_into(handle.clone(), &mut out),
+        Err(ServerError::OutOfBounds { .. })
+    ));
+    // The error is reported once; the next read lands every byte again.
+    out.fill(0);
+    client.read_into(handle, &mut out).unwrap();
+    assert!(out == data);
+}
+
 const FAULT: &str = "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { *(volatile int*)16 = 1; }";
 const TRAP: &str =
     "extern \"C\" __global__ void fault(const __grid_constant__ cubert::Args a) { __trap(); }";

@@ -110,8 +110,8 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Reads the described data as dense bytes into `destination`, whose length is the
     /// descriptor's dense length, after everything queued before on `stream`. The future
     /// resolves once the bytes are there. The default reads into fresh memory
-    /// ([`Self::read`]) and copies from it when the future is polled; backends that can
-    /// write the destination directly do.
+    /// ([`Self::read`]) and copies from it when the future is polled ([`copy_read_into`]);
+    /// backends that can do better do (CUDA overlaps the two copies of a large read).
     ///
     /// # Safety
     /// `destination`'s memory must stay lent (see [`HostSlice::as_mut_slice`]) until the
@@ -119,28 +119,12 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     unsafe fn read_into(
         &mut self,
         descriptor: CopyDescriptor,
-        mut destination: HostSlice,
+        destination: HostSlice,
         stream: StreamId,
     ) -> DynFut<Result<(), ServerError>> {
         let read = self.read(vec![descriptor], stream);
-        Box::pin(async move {
-            let bytes = read
-                .await?
-                .pop()
-                .ok_or_else(|| ServerError::generic("the server returned no bytes"))?;
-            // SAFETY: this runs while the future is polled, which the caller's contract
-            // keeps inside the lending.
-            let out = unsafe { destination.as_mut_slice() };
-            if bytes.len() != out.len() {
-                return Err(ServerError::generic(format!(
-                    "the read returned {} bytes for a destination of {}",
-                    bytes.len(),
-                    out.len()
-                )));
-            }
-            crate::bytes::copy_parallel(out, &bytes);
-            Ok(())
-        })
+        // SAFETY: the caller keeps `destination` lent until the future resolves or drops.
+        unsafe { copy_read_into(read, destination) }
     }
 
     /// Writes dense bytes to the described places. Failure is queued on the stream.
@@ -383,4 +367,35 @@ impl<S: ComputeServer> Debug for ServerUtilities<S> {
             .field("info", &self.info)
             .finish()
     }
+}
+
+/// What [`ComputeServer::read_into`] does by default: awaits `read` (a read of one
+/// descriptor into fresh memory), then copies its bytes into `destination` on several
+/// threads. A backend's own `read_into` falls back to it where it has no faster way.
+///
+/// # Safety
+/// `destination`'s memory must stay lent until the returned future has resolved or been
+/// dropped.
+pub unsafe fn copy_read_into(
+    read: DynFut<Result<Vec<Bytes>, ServerError>>,
+    mut destination: HostSlice,
+) -> DynFut<Result<(), ServerError>> {
+    Box::pin(async move {
+        let bytes = read
+            .await?
+            .pop()
+            .ok_or_else(|| ServerError::generic("the server returned no bytes"))?;
+        // SAFETY: this runs while the future is polled, which the caller's contract keeps
+        // inside the lending.
+        let out = unsafe { destination.as_mut_slice() };
+        if bytes.len() != out.len() {
+            return Err(ServerError::generic(format!(
+                "the read returned {} bytes for a destination of {}",
+                bytes.len(),
+                out.len()
+            )));
+        }
+        crate::bytes::copy_parallel(out, &bytes);
+        Ok(())
+    })
 }
