@@ -31,6 +31,8 @@ use std::sync::Arc;
 pub const CHUNK: usize = 32 << 20;
 /// Chunks in the staging ring.
 pub const RING_SLOTS: usize = 3;
+/// Pageable upload sources of at least this many bytes are dropped on a copy thread.
+const RELEASE_ELSEWHERE_FROM: usize = 64 << 20;
 /// Host copies are split into pieces of this size across the copy threads.
 const PIECE: usize = 4 << 20;
 
@@ -294,15 +296,27 @@ impl Transfers {
         } else if descriptor.is_contiguous() {
             let result = self.upload_chunked(device, &data, streams, stream);
             streams.bump(stream);
+            self.release_source(data);
             return result.map(|()| None);
         } else {
             let mut pinned = self.pinned.take(data.len())?;
             parallel_copy(&self.copy_pool, &mut pinned, &data);
+            self.release_source(data);
             pinned
         };
         copy_to_device(descriptor, device, &data, raw)?;
         streams.bump(stream);
         Ok(Some(data))
+    }
+
+    /// Drops the pageable source of an upload once its bytes are staged. A large one is
+    /// dropped on a copy thread: giving a gigabyte of heap pages back to the system takes
+    /// tens of milliseconds (about as long as the copy itself), which would otherwise hold
+    /// up the runner and everything queued behind the upload.
+    fn release_source(&self, data: Bytes) {
+        if data.len() >= RELEASE_ELSEWHERE_FROM {
+            self.copy_pool.spawn(move || drop(data));
+        }
     }
 
     /// Uploads pageable bytes through the ring of pinned chunks.
