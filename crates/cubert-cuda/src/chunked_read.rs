@@ -17,9 +17,8 @@
 //! Like the default `read_into`, the future copies while it is polled: a caller that polls
 //! it (`client.read_into`, through `block_on`) does the host copy on its own call.
 
-use crate::completion::{Shared, wait_for};
-use crate::context::CudaContext;
-use crate::streams::EventPool;
+use crate::completion::wait_for;
+use crate::direct_wait::DirectWaitParts;
 use crate::transfer::parallel_copy;
 use cubert_runtime::future::OneshotReceiver;
 use cubert_runtime::host_slice::HostSlice;
@@ -47,9 +46,9 @@ pub(crate) struct Chunk {
 /// A read into `destination` whose chunks land in a pinned buffer at `pinned` (see the
 /// module docs).
 pub(crate) struct ChunkedRead {
-    context: Arc<CudaContext>,
-    shared: Arc<Shared>,
-    events: Arc<EventPool>,
+    /// The context, errors and event pool of the server (its completion queue is unused:
+    /// the read's job was queued by the server).
+    parts: DirectWaitParts,
     copy_pool: Arc<rayon::ThreadPool>,
     /// Address of the pinned buffer, alive while `reply` is unresolved.
     pinned: *const u8,
@@ -71,11 +70,8 @@ impl ChunkedRead {
     /// `pinned` is the address of the buffer the job behind `reply` holds, which covers
     /// every chunk's range; `destination` stays lent until the future resolves or drops,
     /// and is as long as the buffer.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn new(
-        context: Arc<CudaContext>,
-        shared: Arc<Shared>,
-        events: Arc<EventPool>,
+        parts: DirectWaitParts,
         copy_pool: Arc<rayon::ThreadPool>,
         pinned: *const u8,
         chunks: VecDeque<Chunk>,
@@ -83,9 +79,7 @@ impl ChunkedRead {
         reply: OneshotReceiver<Result<Vec<Bytes>, ServerError>>,
     ) -> Self {
         Self {
-            context,
-            shared,
-            events,
+            parts,
             copy_pool,
             pinned,
             chunks,
@@ -97,11 +91,12 @@ impl ChunkedRead {
     /// Waits for the next chunk's DMA and copies the chunk into the destination.
     fn copy_next(&mut self, chunk: Chunk) -> Result<(), ServerError> {
         let waited = self
+            .parts
             .context
             .scoped()
             .and_then(|_scope| wait_for(chunk.event));
-        self.events.give_back(chunk.event);
-        waited.map_err(|failure| self.shared.observe(failure.into_server_error()))?;
+        self.parts.events.give_back(chunk.event);
+        waited.map_err(|failure| self.parts.shared.observe(failure.into_server_error()))?;
         // SAFETY: the chunk's DMA is complete and the buffer is alive (the reply, which owns
         // it after the job, is still held here); the range lies inside it.
         let source = unsafe {
@@ -127,7 +122,7 @@ impl ChunkedRead {
     /// supersedes their pending one).
     fn release_events(&mut self) {
         for chunk in self.chunks.drain(..) {
-            self.events.give_back(chunk.event);
+            self.parts.events.give_back(chunk.event);
         }
     }
 }

@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 /// How long a caller watches the event itself before the completion thread takes over.
 pub const DIRECT_WAIT: Duration = Duration::from_micros(100);
 
-/// What the future needs of the server: shared by every direct wait of one server.
+/// What a future that waits for the server's events on its caller's thread needs of the
+/// server ([`DirectWait`], [`crate::chunked_read::ChunkedRead`]): shared by all of them.
 #[derive(Clone)]
 pub struct DirectWaitParts {
     /// The server's context: made current around each query.

@@ -721,9 +721,7 @@ impl ComputeServer for CudaServer {
                 // (this function's contract) and is as long as the read (the client checks).
                 Box::pin(unsafe {
                     ChunkedRead::new(
-                        self.context.clone(),
-                        self.shared.clone(),
-                        self.streams.events().clone(),
+                        self.direct_wait.clone(),
                         self.transfers.copy_pool(),
                         pinned,
                         chunks,
