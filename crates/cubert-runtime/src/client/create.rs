@@ -18,6 +18,13 @@ use crate::runtime::Runtime;
 use crate::server::ComputeServer;
 use crate::shape::Shape;
 
+/// Slices of at least this many bytes are uploaded by `create_from_slice` in place, through
+/// the backend's pipelined upload; smaller ones are copied into staging on the caller's
+/// thread. One thread copies a gigabyte at a fraction of what the upload's several copy
+/// threads (overlapped with the DMA) reach, while for a small slice the copy is shorter than
+/// waiting for the queue.
+pub const SLICE_IN_PLACE_FROM: usize = 64 << 20;
+
 impl<R: Runtime> ComputeClient<R> {
     fn do_create(
         &self,
@@ -126,9 +133,11 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts).map(|layout| layout.memory)
     }
 
-    /// Copies `slice` into new device memory. The upload reads `slice` in place (no host
-    /// copy first), so this returns once the device's queue has read it: unlike
-    /// [`Self::create`], it waits for the work queued before it.
+    /// Copies `slice` into new device memory. A slice of [`SLICE_IN_PLACE_FROM`] bytes or
+    /// more is read in place by the upload (its host copies into pinned chunks overlap the
+    /// DMA), so this returns once the device's queue has read it: unlike [`Self::create`],
+    /// it waits for the work queued before it. A smaller one is copied into pinned staging
+    /// on the caller's thread (where the backend has pinned memory) and this returns at once.
     ///
     /// # Errors
     /// As [`Self::create`].
@@ -137,7 +146,7 @@ impl<R: Runtime> ComputeClient<R> {
             self.do_create(
                 vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
                 vec![bytes],
-                false,
+                slice.len() >= SLICE_IN_PLACE_FROM,
             )
         })?;
         Self::single(layouts).map(|layout| layout.memory)
@@ -164,8 +173,8 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts)
     }
 
-    /// Like [`Self::create_tensor`], reading `slice` in place as
-    /// [`Self::create_from_slice`] does (and so waiting for the queue to read it).
+    /// Like [`Self::create_tensor`], reading `slice` as [`Self::create_from_slice`] does (a
+    /// large one in place, so the call waits for the queue to read it).
     ///
     /// # Errors
     /// As [`Self::create_tensor`].
@@ -177,7 +186,11 @@ impl<R: Runtime> ComputeClient<R> {
     ) -> Result<MemoryLayout, IoError> {
         let descriptor = MemoryLayoutDescriptor::optimized(shape, elem_size);
         let layouts = Bytes::scoped(slice, |bytes| {
-            self.do_create(vec![descriptor], vec![bytes], false)
+            self.do_create(
+                vec![descriptor],
+                vec![bytes],
+                slice.len() >= SLICE_IN_PLACE_FROM,
+            )
         })?;
         Self::single(layouts)
     }
