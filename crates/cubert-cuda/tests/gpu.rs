@@ -218,7 +218,8 @@ fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_large_slice_uploads_in_place_and_a_large_read_into_lands_every_chunk_and_reports_queued_errors() {
+fn a_large_slice_uploads_in_place_and_a_large_read_into_lands_every_chunk_and_reports_queued_errors()
+ {
     let client = client();
     // Past the chunked reads' threshold, with a ragged last chunk.
     let len = (200 << 20) + 3;

@@ -18,12 +18,12 @@ use crate::runtime::Runtime;
 use crate::server::ComputeServer;
 use crate::shape::Shape;
 
-/// Slices of at least this many bytes are uploaded by `create_from_slice` in place, through
-/// the backend's pipelined upload; smaller ones are copied into staging on the caller's
-/// thread. One thread copies a gigabyte at a fraction of what the upload's several copy
-/// threads (overlapped with the DMA) reach, while for a small slice the copy is shorter than
-/// waiting for the queue.
-pub const SLICE_IN_PLACE_FROM: usize = 64 << 20;
+/// Host data smaller than this is copied into pinned staging on the caller's thread before
+/// its upload is queued (where the backend has pinned memory): the call can then return, or
+/// give a borrowed slice back, at once. Larger data is read by the backend's own upload, whose
+/// host copies run on several threads and overlap the DMA: one thread copies a gigabyte at a
+/// quarter of that speed.
+pub const STAGED_BELOW: usize = 64 << 20;
 
 impl<R: Runtime> ComputeClient<R> {
     fn do_create(
@@ -133,11 +133,11 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts).map(|layout| layout.memory)
     }
 
-    /// Copies `slice` into new device memory. A slice of [`SLICE_IN_PLACE_FROM`] bytes or
-    /// more is read in place by the upload (its host copies into pinned chunks overlap the
-    /// DMA), so this returns once the device's queue has read it: unlike [`Self::create`],
-    /// it waits for the work queued before it. A smaller one is copied into pinned staging
-    /// on the caller's thread (where the backend has pinned memory) and this returns at once.
+    /// Copies `slice` into new device memory. A slice of [`STAGED_BELOW`] bytes or more is
+    /// read in place by the upload, so this returns once the device's queue has read it:
+    /// unlike [`Self::create`], it waits for the work queued before it. A smaller one is
+    /// copied into pinned staging on the caller's thread (where the backend has pinned
+    /// memory) and this returns at once.
     ///
     /// # Errors
     /// As [`Self::create`].
@@ -146,7 +146,7 @@ impl<R: Runtime> ComputeClient<R> {
             self.do_create(
                 vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
                 vec![bytes],
-                slice.len() >= SLICE_IN_PLACE_FROM,
+                false,
             )
         })?;
         Self::single(layouts).map(|layout| layout.memory)
@@ -186,11 +186,7 @@ impl<R: Runtime> ComputeClient<R> {
     ) -> Result<MemoryLayout, IoError> {
         let descriptor = MemoryLayoutDescriptor::optimized(shape, elem_size);
         let layouts = Bytes::scoped(slice, |bytes| {
-            self.do_create(
-                vec![descriptor],
-                vec![bytes],
-                slice.len() >= SLICE_IN_PLACE_FROM,
-            )
+            self.do_create(vec![descriptor], vec![bytes], false)
         })?;
         Self::single(layouts)
     }
@@ -353,7 +349,9 @@ impl<R: Runtime> ComputeClient<R> {
 
     /// Moves the given buffers into pinned staging memory where the backend has it, so their
     /// upload is a direct DMA. With `file_only`, only memory-mapped buffers move (heap
-    /// buffers stay). Works on the caller's thread: it never waits for queued kernels.
+    /// buffers stay). Buffers of [`STAGED_BELOW`] bytes or more never move: the backend's
+    /// pipelined upload reads them faster. Works on the caller's thread: it never waits for
+    /// queued kernels.
     pub fn staging<'a>(&self, bytes: impl Iterator<Item = &'a mut Bytes>, file_only: bool) {
         let Some(staging) = &self.utilities.staging else {
             return;
@@ -361,6 +359,7 @@ impl<R: Runtime> ComputeClient<R> {
         let mut targets: Vec<&'a mut Bytes> = bytes
             .filter(|b| match b.property() {
                 AllocationProperty::Pinned => false,
+                _ if b.len() >= STAGED_BELOW => false,
                 AllocationProperty::File => true,
                 AllocationProperty::Native | AllocationProperty::Other => !file_only,
             })
