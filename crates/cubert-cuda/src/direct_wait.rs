@@ -12,13 +12,14 @@
 //! short kernel is seen done within a driver call. The direct watch lasts
 //! [`DIRECT_WAIT`]; past it (long work), or if the future is dropped first, the event and
 //! the counters go to the completion thread as before, which then resolves the future, or
-//! only releases them.
+//! only releases them. A future polled by an async executor checks the event once and then
+//! hands it over at once, so the executor is never made to spin.
 
 use crate::completion::{Check, CompletionQueue, Job, Reply, Shared};
 use crate::context::CudaContext;
 use crate::driver::{self, DriverFailure};
 use crate::streams::EventPool;
-use cubert_runtime::future::{OneshotReceiver, oneshot};
+use cubert_runtime::future::{OneshotReceiver, oneshot, polled_by_block_on};
 use cubert_runtime::{ServerError, StreamId};
 use cudarc::driver::sys::CUevent;
 use std::future::Future;
@@ -143,7 +144,9 @@ impl Future for DirectWait {
                 }
                 State::Watching(pending) => match this.query(pending.event) {
                     Ok(true) => return Poll::Ready(this.finish(pending)),
-                    Ok(false) if this.started.elapsed() < DIRECT_WAIT => {
+                    // Only a caller blocked in `block_on` spins; an async executor is
+                    // answered by the completion thread's wake-up instead.
+                    Ok(false) if polled_by_block_on() && this.started.elapsed() < DIRECT_WAIT => {
                         this.state = State::Watching(pending);
                         // Polled again at once: a blocked caller spins on the event.
                         cx.waker().wake_by_ref();

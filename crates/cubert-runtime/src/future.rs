@@ -44,6 +44,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut context = Context::from_waker(&waker);
     let start = std::time::Instant::now();
     let spin = spinning_helps();
+    let _blocking = BlockingPoll::enter();
     loop {
         match future.as_mut().poll(&mut context) {
             Poll::Ready(value) => return value,
@@ -51,6 +52,33 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             Poll::Pending => std::thread::park(),
         }
     }
+}
+
+thread_local! {
+    static IN_BLOCK_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the thread as polling inside [`block_on`] until dropped (restoring the mark it
+/// found, so nested calls nest).
+struct BlockingPoll(bool);
+
+impl BlockingPoll {
+    fn enter() -> Self {
+        Self(IN_BLOCK_ON.with(|flag| flag.replace(true)))
+    }
+}
+
+impl Drop for BlockingPoll {
+    fn drop(&mut self) {
+        IN_BLOCK_ON.with(|flag| flag.set(self.0));
+    }
+}
+
+/// Whether the calling thread is polling a future inside [`block_on`]: its caller is
+/// blocked anyway, so a future may ask to be polled again at once (spin on a device event)
+/// instead of handing the wait to another thread. An async executor's poll answers false.
+pub fn polled_by_block_on() -> bool {
+    IN_BLOCK_ON.with(std::cell::Cell::get)
 }
 
 struct OneshotState<T> {
@@ -141,6 +169,14 @@ mod tests {
         });
         assert_eq!(block_on(receiver), Some(42));
         worker.join().unwrap();
+    }
+
+    #[test]
+    fn only_block_on_marks_its_polls() {
+        assert!(!polled_by_block_on());
+        let inside = block_on(async { polled_by_block_on() });
+        assert!(inside);
+        assert!(!polled_by_block_on(), "the mark ends with the call");
     }
 
     #[test]
