@@ -8,21 +8,21 @@
 //! copies that chunk on the copy threads while the device copies the next ones, so the read
 //! costs about the slower of the two copies plus one chunk.
 //!
-//! The pinned buffer goes to the completion thread with the last chunk's event as an
-//! ordinary read would: that job reports the stream's status counters, takes its errors,
-//! and keeps the buffer alive until the device is done. The future copies the chunks out
-//! of the buffer before that job's reply arrives; this is sound because the buffer is
-//! dropped only after the reply, which the future holds until it resolves.
+//! The future owns the pinned buffer. A sync job after the last chunk reports the stream's
+//! status counters and takes its errors, as a read's job would. The buffer is dropped only
+//! once every chunk's event completed; a future dropped (or failed) before that hands the
+//! buffer to the completion thread with the last chunk's event, so the device never writes
+//! into memory the pool has handed out again.
 //!
 //! Like the default `read_into`, the future copies while it is polled: a caller that polls
 //! it (`client.read_into`, through `block_on`) does the host copy on its own call.
 
-use crate::completion::wait_for;
+use crate::completion::{Job, Reply, wait_for};
 use crate::direct_wait::DirectWaitParts;
 use crate::transfer::parallel_copy;
 use cubert_runtime::future::OneshotReceiver;
 use cubert_runtime::host_slice::HostSlice;
-use cubert_runtime::{Bytes, ServerError};
+use cubert_runtime::{Bytes, ServerError, StreamId};
 use cudarc::driver::sys::CUevent;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -43,45 +43,52 @@ pub(crate) struct Chunk {
     pub(crate) range: Range<usize>,
 }
 
-/// A read into `destination` whose chunks land in a pinned buffer at `pinned` (see the
+/// A read into `destination` whose chunks land in the pinned buffer `pinned` (see the
 /// module docs).
 pub(crate) struct ChunkedRead {
-    /// The context, errors and event pool of the server (its completion queue is unused:
-    /// the read's job was queued by the server).
+    /// The context, errors, event pool and completion queue of the server.
     parts: DirectWaitParts,
+    stream: StreamId,
     copy_pool: Arc<rayon::ThreadPool>,
-    /// Address of the pinned buffer, alive while `reply` is unresolved.
-    pinned: *const u8,
+    /// The buffer the chunks land in; `None` once handed to the completion thread.
+    pinned: Option<Bytes>,
+    /// Its address, taken before the DMAs were queued (chunks are read through it, never
+    /// through a reference to the whole buffer the device is still writing).
+    base: *const u8,
+    /// The chunks not yet copied out, in order.
     chunks: VecDeque<Chunk>,
     destination: HostSlice,
-    /// The completion thread's answer for the whole read: the buffer, or the error.
-    reply: OneshotReceiver<Result<Vec<Bytes>, ServerError>>,
+    /// The sync job's answer: the stream's errors, once the device passed every chunk.
+    reply: OneshotReceiver<Result<(), ServerError>>,
 }
 
-// SAFETY: `pinned` points into a buffer owned by the completion thread's job (then by the
-// reply), only read here; CUevent handles may be used from any thread of the context.
+// SAFETY: `base` points into `pinned`, owned here and only read; CUevent handles may be used
+// from any thread of the context.
 unsafe impl Send for ChunkedRead {}
 
 impl ChunkedRead {
-    /// The read of `chunks` (queued, in order) into `destination`, through the pinned
-    /// buffer at `pinned`, whose job answers `reply`.
+    /// The read of `chunks` (queued on `stream`, in order) into `destination`, through the
+    /// pinned buffer `pinned` at `base`; `reply` answers the sync job queued after them.
     ///
     /// # Safety
-    /// `pinned` is the address of the buffer the job behind `reply` holds, which covers
-    /// every chunk's range; `destination` stays lent until the future resolves or drops,
-    /// and is as long as the buffer.
+    /// `base` is the address of `pinned`, whose bytes cover every chunk's range;
+    /// `destination` stays lent until the future resolves or drops, and is as long as the
+    /// buffer.
     pub(crate) unsafe fn new(
         parts: DirectWaitParts,
+        stream: StreamId,
         copy_pool: Arc<rayon::ThreadPool>,
-        pinned: *const u8,
+        (pinned, base): (Bytes, *const u8),
         chunks: VecDeque<Chunk>,
         destination: HostSlice,
-        reply: OneshotReceiver<Result<Vec<Bytes>, ServerError>>,
+        reply: OneshotReceiver<Result<(), ServerError>>,
     ) -> Self {
         Self {
             parts,
+            stream,
             copy_pool,
-            pinned,
+            pinned: Some(pinned),
+            base,
             chunks,
             destination,
             reply,
@@ -97,10 +104,10 @@ impl ChunkedRead {
             .and_then(|_scope| wait_for(chunk.event));
         self.parts.events.give_back(chunk.event);
         waited.map_err(|failure| self.parts.shared.observe(failure.into_server_error()))?;
-        // SAFETY: the chunk's DMA is complete and the buffer is alive (the reply, which owns
-        // it after the job, is still held here); the range lies inside it.
+        // SAFETY: the chunk's DMA is complete and the buffer is alive (owned here until every
+        // chunk completed); the range lies inside it.
         let source = unsafe {
-            std::slice::from_raw_parts(self.pinned.add(chunk.range.start), chunk.range.len())
+            std::slice::from_raw_parts(self.base.add(chunk.range.start), chunk.range.len())
         };
         // SAFETY: the destination stays lent while this future is polled (the caller's
         // contract); the range lies inside it (it is as long as the buffer).
@@ -118,12 +125,29 @@ impl ChunkedRead {
         }
     }
 
-    /// Gives the events of chunks not waited for back to the pool (a later record
-    /// supersedes their pending one).
-    fn release_events(&mut self) {
+    /// Releases what chunks not waited for hold: their events go back to the pool (a later
+    /// record supersedes a pending one) and the buffer goes to the completion thread, which
+    /// drops it once the last chunk's event completed.
+    fn release_pending(&mut self) {
+        let Some(last) = self.chunks.pop_back() else {
+            return;
+        };
         for chunk in self.chunks.drain(..) {
             self.parts.events.give_back(chunk.event);
         }
+        let Some(pinned) = self.pinned.take() else {
+            self.parts.events.give_back(last.event);
+            return;
+        };
+        // If the thread has stopped, its server was dropped after synchronizing its
+        // streams: the chunks have landed and the buffer may go with the job.
+        let _ = self.parts.queue.submit(Job {
+            event: last.event,
+            timing_event: false,
+            stream: self.stream,
+            checks: Vec::new(),
+            reply: Reply::Retire(Box::new(pinned)),
+        });
     }
 }
 
@@ -134,13 +158,12 @@ impl Future for ChunkedRead {
         let this = &mut *self;
         while let Some(chunk) = this.chunks.pop_front() {
             if let Err(error) = this.copy_next(chunk) {
-                this.release_events();
+                this.release_pending();
                 return Poll::Ready(Err(error));
             }
         }
         match Pin::new(&mut this.reply).poll(cx) {
-            Poll::Ready(Some(Ok(_buffer))) => Poll::Ready(Ok(())),
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Err(error)),
+            Poll::Ready(Some(result)) => Poll::Ready(result),
             Poll::Ready(None) => Poll::Ready(Err(ServerError::generic(
                 "the CUDA completion thread stopped",
             ))),
@@ -151,6 +174,6 @@ impl Future for ChunkedRead {
 
 impl Drop for ChunkedRead {
     fn drop(&mut self) {
-        self.release_events();
+        self.release_pending();
     }
 }

@@ -492,8 +492,9 @@ impl CudaServer {
 
 impl CudaServer {
     /// Queues the chunks of a read of `dense` contiguous bytes into pinned memory, each
-    /// followed by an event, and hands the buffer to the completion thread as a read. `None`
-    /// when no pinned memory is left (the caller reads the ordinary way).
+    /// followed by an event, then a sync job for the stream's errors. Returns the buffer
+    /// (and its address), the chunks and the job's answer; `None` when no pinned memory is
+    /// left (the caller reads the ordinary way).
     #[allow(clippy::type_complexity)]
     fn start_chunked_read(
         &mut self,
@@ -502,9 +503,9 @@ impl CudaServer {
         stream: StreamId,
     ) -> Result<
         Option<(
-            *const u8,
+            (Bytes, *const u8),
             VecDeque<Chunk>,
-            OneshotReceiver<Result<Vec<Bytes>, ServerError>>,
+            OneshotReceiver<Result<(), ServerError>>,
         )>,
         ServerError,
     > {
@@ -521,12 +522,13 @@ impl CudaServer {
         };
         let base = pinned.as_mut_ptr();
         let mut chunks = VecDeque::new();
-        let mut failure = None;
+        let mut queued = Ok(());
         for start in (0..dense).step_by(CHUNK) {
             let end = (start + CHUNK).min(dense);
             // SAFETY: the pinned buffer holds `dense` bytes and the device range `dense`
             // bytes from `resource.ptr` (the descriptor was validated against it); the
-            // buffer lives until the completion thread's job below is done.
+            // buffer is dropped only after the device passed the chunk (by the future, or
+            // after the synchronization below).
             let copied = unsafe {
                 driver::copy::dtoh_async(
                     base.add(start).cast(),
@@ -541,30 +543,22 @@ impl CudaServer {
                     range: start..end,
                 }),
                 Err(error) => {
-                    failure = Some(ServerError::from(error));
+                    queued = Err(ServerError::from(error));
                     break;
                 }
             }
         }
         self.streams.bump(stream);
         let (sender, receiver) = oneshot();
-        // The buffer is freed only once the device passed every queued chunk.
-        let reply = match failure {
-            None => Reply::Read(vec![pinned], sender),
-            Some(_) => Reply::Retire(Box::new(pinned)),
-        };
-        let submitted = self.submit_job(stream, reply);
-        if submitted.is_err() {
-            // The job, and the buffer with it, is gone: let the chunks land first.
+        if let Err(error) = queued.and_then(|()| self.submit_job(stream, Reply::Sync(sender))) {
+            // Let the queued chunks land before the buffer goes back to the pool.
             let _ = self.streams.synchronize(stream);
-        }
-        if let Err(error) = failure.map_or(submitted, Err) {
             for chunk in chunks {
                 self.streams.events().give_back(chunk.event);
             }
             return Err(error);
         }
-        Ok(Some((base.cast_const(), chunks, receiver)))
+        Ok(Some(((pinned, base.cast_const()), chunks, receiver)))
     }
 }
 
@@ -716,12 +710,13 @@ impl ComputeServer for CudaServer {
         };
         match chunked {
             Ok(Some((pinned, chunks, reply))) => {
-                // SAFETY: `pinned` is the buffer the job behind `reply` holds, covering
-                // every chunk; `destination` is lent until the future resolves or drops
-                // (this function's contract) and is as long as the read (the client checks).
+                // SAFETY: the address is the buffer's, which covers every chunk;
+                // `destination` is lent until the future resolves or drops (this function's
+                // contract) and is as long as the read (the client checks).
                 Box::pin(unsafe {
                     ChunkedRead::new(
                         self.direct_wait.clone(),
+                        stream,
                         self.transfers.copy_pool(),
                         pinned,
                         chunks,
