@@ -195,7 +195,7 @@ fn launch_elementwise<R: Runtime>(
     } else {
         (None, None)
     };
-    let scalar = Scalar {
+    let per_element = PerElement {
         looping: scalar,
         units,
     };
@@ -224,10 +224,10 @@ fn launch_elementwise<R: Runtime>(
                             view.view(body as u64 * size, (count - body) as u64 * size)
                         })
                         .collect::<Result<Vec<_>, IoError>>()?;
-                    scalar.launch(client, &tail, count - body, extra)?;
+                    per_element.launch(client, &tail, count - body, extra)?;
                 }
             }
-            _ => scalar.launch(client, &views, count, extra)?,
+            _ => per_element.launch(client, &views, count, extra)?,
         }
         start += count;
         if start >= len {
@@ -236,15 +236,16 @@ fn launch_elementwise<R: Runtime>(
     }
 }
 
-/// The scalar form of an elementwise kernel: the grid-stride kernel, and on GPUs the one
-/// of a unit per element without a loop, which a one-dimensional grid takes (a grid of
-/// several rows, past the device's x limit, needs the loop).
-struct Scalar<K> {
+/// The element-by-element form of an elementwise kernel (not by lines): the grid-stride
+/// kernel, and on GPUs the one of a unit per element without a loop, which a
+/// one-dimensional grid takes (a grid of several rows, past the device's x limit, needs the
+/// loop).
+struct PerElement<K> {
     looping: K,
     units: Option<K>,
 }
 
-impl<K: Clone> Scalar<K> {
+impl<K: Clone> PerElement<K> {
     /// One launch over `views`, as [`launch_over`].
     fn launch<R: Runtime>(
         &self,
