@@ -28,6 +28,7 @@
 //! compact_before_growth = true # give free segments back before allocating new ones
 //! paged = false                # large blocks from mapped pages (CUDA virtual memory)
 //! growable = true              # large blocks from one growable mapped range per stream
+//! growable_max_chunk = 0       # largest physical chunk of it; 0 = no limit
 //! persistent = "size_match"    # size_match | enabled | disabled | enforced
 //!
 //! [cpu]

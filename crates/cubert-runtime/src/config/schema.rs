@@ -511,6 +511,7 @@ mod tests {
             ("memory", "paged", "yes".into()),
             ("memory", "growable", false.into()),
             ("memory", "growable_block", "4 MiB".into()),
+            ("memory", "growable_max_chunk", "16 MiB".into()),
             ("memory", "persistent", "enforced".into()),
             ("cpu", "devices", 4.into()),
             ("cpu", "threads", 2.into()),

@@ -1,30 +1,38 @@
 //! A pool of large allocations carved from one growable, page-mapped address range per
-//! stream (what PyTorch calls expandable segments).
+//! stream (what PyTorch calls expandable segments), backed by physical chunks of any size.
 //!
 //! With a [`PageMapper`] (CUDA virtual memory management) each stream gets one large
 //! address range, reserved once. Blocks are carved from it best-fit, split and coalesced
-//! like a heap; only the pages under blocks are backed by physical pages. So:
+//! like a heap; only the pages under blocks are backed by physical memory, in *chunks*: one
+//! physical allocation (`cuMemCreate`) of a whole number of the mapper's pages, mapped at
+//! one place in the range. So:
 //!
 //! - a freed block stays mapped, and a later request that fits it (or part of it, or it
 //!   merged with its free neighbours) takes it with no driver call: sizes that change a
 //!   little from step to step reuse the same memory;
-//! - a request that fits no free block goes at the end of the range, and only the pages it
-//!   needs are mapped: the range grows, nothing is copied, no segment of the wrong size is
-//!   stranded;
+//! - a request that fits no free block goes at the end of the range, and the pages it
+//!   lacks are backed by **one** new chunk (at least `[memory] growable_block` at the
+//!   growing end): the range grows, nothing is copied, no segment of the wrong size is
+//!   stranded, and a growth costs the same few driver calls whatever its size;
 //! - physical memory follows live data: while the pool holds more than a budget (1 % over
-//!   the largest live total seen so far, plus a few pages), a page the range needs is taken
-//!   from under a free block (the highest-addressed one, whose device work is complete)
-//!   instead of created. Pages are given back to the device only by [`GrowablePool::release`]
-//!   (`memory_cleanup`, the out-of-memory retry).
+//!   the largest live total seen so far, plus a few minimum chunks), the pages a request
+//!   lacks are first taken from chunks lying wholly under free blocks whose device work is
+//!   complete: such a chunk no larger than what is missing is moved (unmapped and mapped
+//!   again where it is needed), a larger one is given back to the device. Pages are given
+//!   back otherwise only by [`GrowablePool::release`] (`memory_cleanup`, the idle timer,
+//!   the out-of-memory retry).
+//!
+//! Why chunks of any size: on an H200 (`scripts/anchors/vmm_costs.cu`) `cuMemCreate` costs
+//! about 10 µs, `cuMemMap` 1 µs, `cuMemUnmap` 17 µs and `cuMemSetAccess` about 25 µs *per
+//! physical allocation* it covers, whatever their sizes. Fixed pages of 16 MiB made a
+//! growth of 1 GiB cost 64 of each and a page move 43 µs per 16 MiB; a chunk costs them
+//! once. A chunk partly under a live block can't be moved or given back, so the pool
+//! prefers placements over mapped pages and moves whole chunks.
 //!
 //! Among the free blocks that fit, the pool prefers the one whose pages are already mapped,
-//! then the smallest; it looks at the 16 best-fitting ones. Where the mapper allocates
-//! physical blocks of several pages (CUDA), the pool's page is such a block
-//! (`[memory] growable_block`, 16 MiB by default): one `cuMemCreate` and one `cuMemMap` per
-//! block, one `cuMemSetAccess` per growth.
-//!
-//! Blocks of a stream are reused on that stream at once (its work is ordered); the pages of
-//! a free block are unmapped only once its stream points are complete.
+//! then the smallest; it looks at the 16 best-fitting ones. Blocks of a stream are reused
+//! on that stream at once (its work is ordered); a chunk is unmapped only once the stream
+//! points of the free blocks over it are complete.
 
 use super::block_pool::merge_points;
 use super::ordering::{StreamOrdering, StreamPoint};
@@ -35,9 +43,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Free blocks looked at per request (the best-fitting ones).
 const CANDIDATES: usize = 16;
-/// Pages the pool may hold beyond 1 % over the live peak before it moves pages instead of
-/// creating them.
-const SPARE_PAGES: u64 = 4;
+/// Minimum chunks (`[memory] growable_block`) the pool may hold beyond 1 % over the live
+/// peak before it takes pages from free chunks instead of creating them.
+const SPARE_CHUNKS: u64 = 4;
 
 /// One block of a heap.
 struct Block {
@@ -50,6 +58,22 @@ enum BlockState {
     Free { points: Vec<StreamPoint> },
 }
 
+/// A physical allocation mapped into a heap's range.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    /// The mapper's pages it holds.
+    pages: u64,
+    id: PageId,
+}
+
+/// A chunk that may be moved or given back: `pages` pages from page `start` of heap `key`.
+#[derive(Clone, Copy, Debug)]
+struct FreeChunk {
+    key: u64,
+    start: u64,
+    pages: u64,
+}
+
 /// The address range of one stream and the blocks carved from it.
 struct Heap {
     range: StorageId,
@@ -59,16 +83,114 @@ struct Heap {
     /// Free blocks by (size, offset).
     free: BTreeSet<(u64, u64)>,
     end: u64,
-    /// Physical pages mapped, by page index in the range.
-    mapped: BTreeMap<u64, PageId>,
+    /// Chunks mapped in the range, by first page index; they never overlap.
+    chunks: BTreeMap<u64, Chunk>,
+}
+
+impl Heap {
+    /// The chunks overlapping pages `first ..= last`, as (first page, chunk).
+    fn chunks_over(&self, first: u64, last: u64) -> impl Iterator<Item = (u64, Chunk)> + '_ {
+        let from = self
+            .chunks
+            .range(..=first)
+            .next_back()
+            .filter(|(start, chunk)| *start + chunk.pages > first)
+            .map_or(first, |(start, _)| *start);
+        self.chunks
+            .range(from..=last)
+            .map(|(start, chunk)| (*start, *chunk))
+    }
+
+    /// The runs of pages in `first ..= last` no chunk backs, as (first page, pages).
+    fn missing_runs(&self, first: u64, last: u64) -> Vec<(u64, u64)> {
+        let mut runs = Vec::new();
+        let mut next = first;
+        for (start, chunk) in self.chunks_over(first, last) {
+            if start > next {
+                runs.push((next, start - next));
+            }
+            next = next.max(start + chunk.pages);
+        }
+        if next <= last {
+            runs.push((next, last + 1 - next));
+        }
+        runs
+    }
+
+    /// How many pages of `first ..= last` no chunk backs.
+    fn missing_pages(&self, first: u64, last: u64) -> u64 {
+        let covered: u64 = self
+            .chunks_over(first, last)
+            .map(|(start, chunk)| (start + chunk.pages - 1).min(last) + 1 - start.max(first))
+            .sum();
+        last + 1 - first - covered
+    }
+
+    /// The page past the last chunk (0 when there is none).
+    fn frontier(&self) -> u64 {
+        self.chunks
+            .last_key_value()
+            .map_or(0, |(start, chunk)| start + chunk.pages)
+    }
+
+    /// The chunks lying wholly under free blocks whose work is complete (or past the last
+    /// block), appended to `out` in address order.
+    fn free_chunks(
+        &mut self,
+        key: u64,
+        page_size: u64,
+        ordering: &mut dyn StreamOrdering,
+        out: &mut Vec<FreeChunk>,
+    ) {
+        // Pages from `end_page` on lie under no block.
+        let end_page = self.end.div_ceil(page_size);
+        for (&offset, block) in self.blocks.iter_mut() {
+            let BlockState::Free { points } = &mut block.state else {
+                continue;
+            };
+            let block_end = offset + block.size;
+            let first = offset.div_ceil(page_size);
+            // The last block also owns the pages past the end.
+            let end = if block_end == self.end {
+                u64::MAX
+            } else {
+                block_end / page_size
+            };
+            if first >= end.min(end_page) {
+                continue;
+            }
+            points.retain(|point| !ordering.is_complete(*point));
+            if !points.is_empty() {
+                continue;
+            }
+            for (&start, chunk) in self.chunks.range(first..end.min(end_page)) {
+                if start.saturating_add(chunk.pages) <= end {
+                    out.push(FreeChunk {
+                        key,
+                        start,
+                        pages: chunk.pages,
+                    });
+                }
+            }
+        }
+        out.extend(
+            self.chunks
+                .range(end_page..)
+                .map(|(&start, chunk)| FreeChunk {
+                    key,
+                    start,
+                    pages: chunk.pages,
+                }),
+        );
+    }
 }
 
 /// Totals of the growable pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GrowableStats {
-    /// Physical pages held (mapped or spare).
-    pub pages: u64,
-    /// Those pages, in bytes.
+    /// Chunks held: physical allocations of the device, each mapped at one place.
+    pub chunks: u64,
+    /// Bytes of those chunks.
     pub bytes_reserved: u64,
     /// Bytes requested by live blocks.
     pub bytes_in_use: u64,
@@ -78,30 +200,30 @@ pub struct GrowableStats {
     pub allocations: u64,
     /// Free blocks.
     pub free_blocks: u64,
-    /// Times the pool created physical pages (once per request that needed new ones).
-    pub growths: u64,
-    /// Pages moved from under a free block to where a request needed them.
-    pub pages_moved: u64,
-    /// Growths whose pages were all given back (counted when the pool holds no page any
-    /// more), so `growths - growths_released` is the growths whose memory is still held.
-    pub growths_released: u64,
+    /// Chunks created (one device allocation each).
+    pub chunks_created: u64,
+    /// Chunks given back to the device (one device free each).
+    pub chunks_released: u64,
+    /// Chunks moved from under a free block to where a request needed them.
+    pub chunks_moved: u64,
 }
 
 /// The growable pool. See the module docs.
 pub struct GrowablePool {
     range_size: u64,
-    /// Bytes of the physical blocks to map where the mapper allocates blocks of several
-    /// pages (`[memory] growable_block`).
-    block_bytes: u64,
-    /// The pool's page: `block_pages` of the mapper's pages, allocated and mapped as one.
+    /// Bytes of the smallest chunk created at the growing end of a range
+    /// (`[memory] growable_block`).
+    min_chunk_bytes: u64,
+    /// Bytes of the largest chunk (`[memory] growable_max_chunk`; 0: the mapper's limit).
+    max_chunk_bytes: u64,
+    /// The mapper's page, and the pool's page counts in it.
     page_size: u64,
-    block_pages: u64,
+    min_chunk_pages: u64,
+    max_chunk_pages: u64,
     heaps: HashMap<u64, Heap>,
     /// Live blocks by slot: (stream key, offset).
     slots: Vec<Option<(u64, u64)>>,
     free_slots: Vec<u32>,
-    /// Physical pages held and not mapped.
-    spare: Vec<PageId>,
     live_bytes: u64,
     budget: u64,
     stats: GrowableStats,
@@ -109,19 +231,22 @@ pub struct GrowablePool {
 
 impl GrowablePool {
     /// An empty pool whose streams each reserve `range_size` bytes of address space, and
-    /// which maps physical blocks of about `block_bytes` where the mapper allows (fewer
-    /// driver calls than one per 2 MiB page; PyTorch's expandable segments map 20 MiB at a
-    /// time).
-    pub fn new(range_size: u64, block_bytes: u64) -> Self {
+    /// which creates chunks of at least `min_chunk_bytes` at the growing end of a range
+    /// (fewer driver calls for ranges grown by small requests; PyTorch's expandable
+    /// segments map 20 MiB at a time) and of at most `max_chunk_bytes` (0: as large as the
+    /// mapper allows). Small chunks keep physical memory closer to the live data, since
+    /// they are more often wholly free to move; each costs its own driver calls.
+    pub fn new(range_size: u64, min_chunk_bytes: u64, max_chunk_bytes: u64) -> Self {
         Self {
             range_size,
-            block_bytes,
+            min_chunk_bytes,
+            max_chunk_bytes,
             page_size: 1,
-            block_pages: 1,
+            min_chunk_pages: 1,
+            max_chunk_pages: 1,
             heaps: HashMap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            spare: Vec::new(),
             live_bytes: 0,
             budget: 0,
             stats: GrowableStats::default(),
@@ -143,9 +268,9 @@ impl GrowablePool {
     /// asked by the caller) for `stream`. Returns its slot and offset in its range.
     ///
     /// # Errors
-    /// [`IoError::OutOfMemory`] when the stream's range is full or no page can be created
+    /// [`IoError::OutOfMemory`] when the stream's range is full or no chunk can be created
     /// or moved; the mapper's other errors. A failed reservation leaves the pool as it was
-    /// (pages it mapped stay mapped, under a free block).
+    /// (chunks it mapped stay mapped, under a free block).
     pub fn reserve(
         &mut self,
         size: u64,
@@ -154,11 +279,16 @@ impl GrowablePool {
         mapper: &mut dyn PageMapper,
         ordering: &mut dyn StreamOrdering,
     ) -> Result<(u32, u64), IoError> {
-        if self.stats.pages == 0 && self.heaps.is_empty() {
-            let device_page = mapper.page_size().max(1);
-            self.block_pages =
-                (self.block_bytes / device_page).clamp(1, mapper.max_block_pages().max(1));
-            self.page_size = device_page * self.block_pages;
+        if self.heaps.is_empty() {
+            self.page_size = mapper.page_size().max(1);
+            self.max_chunk_pages = mapper.max_block_pages().max(1);
+            if self.max_chunk_bytes > 0 {
+                self.max_chunk_pages = self
+                    .max_chunk_pages
+                    .min((self.max_chunk_bytes / self.page_size).max(1));
+            }
+            self.min_chunk_pages =
+                (self.min_chunk_bytes / self.page_size).clamp(1, self.max_chunk_pages);
         }
         let key = stream.value;
         if !self.heaps.contains_key(&key) {
@@ -172,15 +302,17 @@ impl GrowablePool {
                     blocks: BTreeMap::new(),
                     free: BTreeSet::new(),
                     end: 0,
-                    mapped: BTreeMap::new(),
+                    chunks: BTreeMap::new(),
                 },
             );
         }
         let offset = self.place(key, size)?;
         self.live_bytes += size;
-        let wanted = self.live_bytes + self.live_bytes / 100 + SPARE_PAGES * self.page_size;
+        let wanted = self.live_bytes
+            + self.live_bytes / 100
+            + SPARE_CHUNKS * self.min_chunk_pages * self.page_size;
         self.budget = self.budget.max(wanted);
-        if let Err(error) = self.map_block(key, offset, size, mapper, ordering) {
+        if let Err(error) = self.back_block(key, offset, size, mapper, ordering) {
             self.live_bytes -= size;
             self.free_block(key, offset, Vec::new());
             return Err(error);
@@ -215,17 +347,15 @@ impl GrowablePool {
         let Some(heap) = self.heaps.get_mut(&key) else {
             return Err(IoError::invalid("no address range for the stream"));
         };
-        let missing_pages = |offset: u64| {
-            let (first, last) = (offset / page_size, (offset + size - 1) / page_size);
-            (first..=last)
-                .filter(|page| !heap.mapped.contains_key(page))
-                .count()
-        };
         let fit = heap
             .free
             .range((size, 0)..)
             .take(CANDIDATES)
-            .min_by_key(|&&(free_size, offset)| (missing_pages(offset), free_size))
+            .min_by_key(|&&(free_size, offset)| {
+                let missing =
+                    heap.missing_pages(offset / page_size, (offset + size - 1) / page_size);
+                (missing, free_size)
+            })
             .copied();
         let offset = match fit {
             Some((free_size, offset)) => {
@@ -302,8 +432,8 @@ impl GrowablePool {
         Ok(offset)
     }
 
-    /// Maps every page under `offset .. offset + size` of heap `key`.
-    fn map_block(
+    /// Backs every page under `offset .. offset + size` of heap `key` with a chunk.
+    fn back_block(
         &mut self,
         key: u64,
         offset: u64,
@@ -313,136 +443,173 @@ impl GrowablePool {
     ) -> Result<(), IoError> {
         let page_size = self.page_size;
         let (first, last) = (offset / page_size, (offset + size - 1) / page_size);
-        let missing: Vec<u64> = match self.heaps.get(&key) {
-            Some(heap) => (first..=last)
-                .filter(|page| !heap.mapped.contains_key(page))
-                .collect(),
-            None => return Err(IoError::invalid("no address range for the stream")),
-        };
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let mut grew = false;
-        for &page_index in &missing {
-            let page = match self.spare.pop() {
-                Some(page) => page,
-                None => self.next_page(key, page_index, mapper, ordering, &mut grew)?,
-            };
-            let Some(heap) = self.heaps.get_mut(&key) else {
-                return Err(IoError::invalid("no address range for the stream"));
-            };
-            if let Err(error) =
-                mapper.map_block(heap.range, page_index * page_size, page, self.block_pages)
-            {
-                self.spare.push(page);
-                return Err(error);
-            }
-            heap.mapped.insert(page_index, page);
-        }
-        if grew {
-            self.stats.growths += 1;
-        }
         let Some(heap) = self.heaps.get(&key) else {
             return Err(IoError::invalid("no address range for the stream"));
         };
-        // Access for the new pages, run by run.
-        let mut run_start = missing[0];
-        let mut previous = missing[0];
-        for &page in missing.iter().skip(1).chain(std::iter::once(&u64::MAX)) {
-            if page != previous + 1 {
-                let pages = previous + 1 - run_start;
-                mapper.grant_access(heap.range, run_start * page_size, pages * page_size)?;
-                run_start = page;
+        let runs = heap.missing_runs(first, last);
+        let (frontier, range_pages) = (heap.frontier(), heap.range_size / page_size);
+        for (start, mut pages) in runs {
+            // At the growing end, at least a minimum chunk (the pages past the block serve
+            // the next requests placed at the end).
+            if start + pages >= frontier {
+                pages = pages.max(self.min_chunk_pages).min(range_pages - start);
             }
-            previous = page;
+            self.back_run(key, start, pages, mapper, ordering)?;
         }
         Ok(())
     }
 
-    /// A physical page for page `needed` of heap `key`: moved from under a free block when
-    /// the pool holds its budget, else created (moved after all if creating fails).
-    fn next_page(
+    /// Backs the `pages` unbacked pages from page `start` of heap `key`: with free chunks
+    /// moved there while the pool holds its budget (larger free chunks given back), then
+    /// with new chunks.
+    fn back_run(
         &mut self,
         key: u64,
-        needed: u64,
+        mut start: u64,
+        mut pages: u64,
         mapper: &mut dyn PageMapper,
         ordering: &mut dyn StreamOrdering,
-        grew: &mut bool,
-    ) -> Result<PageId, IoError> {
-        let over_budget = (self.stats.pages + 1) * self.page_size > self.budget;
-        if over_budget && let Some(page) = self.take_free_page(key, needed, mapper, ordering) {
-            return Ok(page);
-        }
-        match mapper.create_block(self.block_pages) {
-            Ok(page) => {
-                *grew = true;
-                self.stats.pages += 1;
-                self.stats.bytes_reserved += self.page_size;
-                Ok(page)
+    ) -> Result<(), IoError> {
+        let mut free: Option<Vec<FreeChunk>> = None;
+        while pages > 0 {
+            let over_budget = self.stats.bytes_reserved + pages * self.page_size > self.budget;
+            if over_budget {
+                let candidates = free.get_or_insert_with(|| self.free_chunks(key, ordering));
+                if let Some(index) = pick_free_chunk(candidates, pages) {
+                    let chunk = candidates.swap_remove(index);
+                    if chunk.pages <= pages {
+                        self.move_chunk(chunk, key, start, mapper)?;
+                        start += chunk.pages;
+                        pages -= chunk.pages;
+                    } else {
+                        self.release_chunk(chunk, mapper);
+                    }
+                    continue;
+                }
             }
-            Err(error) => self
-                .take_free_page(key, needed, mapper, ordering)
-                .ok_or(error),
+            let count = pages.min(self.max_chunk_pages);
+            match self.create_chunk(key, start, count, mapper) {
+                Ok(()) => {
+                    start += count;
+                    pages -= count;
+                }
+                Err(error @ IoError::OutOfMemory { .. }) => {
+                    // Give back every free chunk, then try once more.
+                    let candidates = self.free_chunks(key, ordering);
+                    if candidates.is_empty() {
+                        return Err(error);
+                    }
+                    for chunk in candidates {
+                        self.release_chunk(chunk, mapper);
+                    }
+                    free = Some(Vec::new());
+                    self.create_chunk(key, start, count, mapper)?;
+                    start += count;
+                    pages -= count;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// The chunks of every heap (heap `key`'s first) that may be moved or given back.
+    fn free_chunks(&mut self, key: u64, ordering: &mut dyn StreamOrdering) -> Vec<FreeChunk> {
+        let page_size = self.page_size;
+        let mut out = Vec::new();
+        if let Some(heap) = self.heaps.get_mut(&key) {
+            heap.free_chunks(key, page_size, ordering, &mut out);
+        }
+        for (&other, heap) in self.heaps.iter_mut() {
+            if other != key {
+                heap.free_chunks(other, page_size, ordering, &mut out);
+            }
+        }
+        out
+    }
+
+    /// Creates a chunk of `pages` pages and maps it at page `start` of heap `key`.
+    fn create_chunk(
+        &mut self,
+        key: u64,
+        start: u64,
+        pages: u64,
+        mapper: &mut dyn PageMapper,
+    ) -> Result<(), IoError> {
+        let id = mapper.create_block(pages)?;
+        self.stats.chunks += 1;
+        self.stats.chunks_created += 1;
+        self.stats.bytes_reserved += pages * self.page_size;
+        let chunk = Chunk { pages, id };
+        if let Err(error) = self.map_chunk(key, start, chunk, mapper) {
+            self.forget_chunk(chunk, mapper);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Maps `chunk` at page `start` of heap `key` and grants the device access to it.
+    fn map_chunk(
+        &mut self,
+        key: u64,
+        start: u64,
+        chunk: Chunk,
+        mapper: &mut dyn PageMapper,
+    ) -> Result<(), IoError> {
+        let page_size = self.page_size;
+        let Some(heap) = self.heaps.get_mut(&key) else {
+            return Err(IoError::invalid("no address range for the stream"));
+        };
+        let offset = start * page_size;
+        mapper.map_block(heap.range, offset, chunk.id, chunk.pages)?;
+        if let Err(error) = mapper.grant_access(heap.range, offset, chunk.pages * page_size) {
+            mapper.unmap_block(heap.range, offset, chunk.pages);
+            return Err(error);
+        }
+        heap.chunks.insert(start, chunk);
+        Ok(())
+    }
+
+    /// Unmaps the free chunk `free` and maps it at page `start` of heap `key`.
+    fn move_chunk(
+        &mut self,
+        free: FreeChunk,
+        key: u64,
+        start: u64,
+        mapper: &mut dyn PageMapper,
+    ) -> Result<(), IoError> {
+        let Some(chunk) = self.unmap_chunk(free, mapper) else {
+            return Err(IoError::invalid("a free chunk vanished"));
+        };
+        self.stats.chunks_moved += 1;
+        if let Err(error) = self.map_chunk(key, start, chunk, mapper) {
+            self.forget_chunk(chunk, mapper);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Unmaps the free chunk `free` and gives it back to the device.
+    fn release_chunk(&mut self, free: FreeChunk, mapper: &mut dyn PageMapper) {
+        if let Some(chunk) = self.unmap_chunk(free, mapper) {
+            self.forget_chunk(chunk, mapper);
         }
     }
 
-    /// Unmaps the highest-addressed page lying wholly under a free block whose work is
-    /// complete (in heap `key`, else any heap), other than page `keep` of heap `key`.
-    fn take_free_page(
-        &mut self,
-        key: u64,
-        keep: u64,
-        mapper: &mut dyn PageMapper,
-        ordering: &mut dyn StreamOrdering,
-    ) -> Option<PageId> {
-        let page_size = self.page_size;
-        let mut keys: Vec<u64> = self.heaps.keys().copied().filter(|k| *k != key).collect();
-        keys.insert(0, key);
-        for heap_key in keys {
-            let Some(heap) = self.heaps.get_mut(&heap_key) else {
-                continue;
-            };
-            let mut victim = None;
-            let heap_end = heap.end;
-            for (&offset, block) in heap.blocks.iter_mut().rev() {
-                let BlockState::Free { points } = &mut block.state else {
-                    continue;
-                };
-                // Pages wholly under the block (the last block also owns its last page:
-                // nothing lies past the end).
-                let block_end = offset + block.size;
-                let end = if block_end == heap_end {
-                    block_end.div_ceil(page_size)
-                } else {
-                    block_end / page_size
-                };
-                let first = offset.div_ceil(page_size);
-                if first >= end {
-                    continue;
-                }
-                points.retain(|point| !ordering.is_complete(*point));
-                if !points.is_empty() {
-                    continue;
-                }
-                victim = heap
-                    .mapped
-                    .range(first..end)
-                    .rev()
-                    .map(|(&index, _)| index)
-                    .find(|&index| heap_key != key || index != keep);
-                if victim.is_some() {
-                    break;
-                }
-            }
-            if let Some(index) = victim
-                && let Some(page) = heap.mapped.remove(&index)
-            {
-                mapper.unmap_block(heap.range, index * page_size, self.block_pages);
-                self.stats.pages_moved += 1;
-                return Some(page);
-            }
-        }
-        None
+    /// Unmaps the free chunk `free`; the chunk, still held.
+    fn unmap_chunk(&mut self, free: FreeChunk, mapper: &mut dyn PageMapper) -> Option<Chunk> {
+        let heap = self.heaps.get_mut(&free.key)?;
+        let chunk = heap.chunks.remove(&free.start)?;
+        mapper.unmap_block(heap.range, free.start * self.page_size, chunk.pages);
+        Some(chunk)
+    }
+
+    /// Gives the unmapped `chunk` back to the device.
+    fn forget_chunk(&mut self, chunk: Chunk, mapper: &mut dyn PageMapper) {
+        mapper.release_page(chunk.id);
+        self.stats.chunks -= 1;
+        self.stats.chunks_released += 1;
+        self.stats.bytes_reserved -= chunk.pages * self.page_size;
     }
 
     /// Frees live block `slot`: it stays mapped for reuse; `points` say which stream work
@@ -524,33 +691,30 @@ impl GrowablePool {
         self.stats.free_blocks += 1;
     }
 
-    /// Gives the pages under free blocks whose work is complete, and spare pages, back to
-    /// the device; the bytes given back. Ranges stay reserved.
+    /// Gives the chunks lying wholly under free blocks whose work is complete back to the
+    /// device; the bytes given back. Ranges stay reserved; a chunk partly under a live
+    /// block stays.
     pub fn release(
         &mut self,
         mapper: &mut dyn PageMapper,
         ordering: &mut dyn StreamOrdering,
     ) -> u64 {
-        let page_size = self.page_size;
+        let before = self.stats.bytes_reserved;
         let keys: Vec<u64> = self.heaps.keys().copied().collect();
         for key in keys {
-            while let Some(page) = self.take_free_page(key, u64::MAX, mapper, ordering) {
-                self.stats.pages_moved -= 1;
-                self.spare.push(page);
+            let mut free = Vec::new();
+            if let Some(heap) = self.heaps.get_mut(&key) {
+                heap.free_chunks(key, self.page_size, ordering, &mut free);
+            }
+            for chunk in free {
+                self.release_chunk(chunk, mapper);
             }
         }
-        let count = self.spare.len() as u64;
-        for page in self.spare.drain(..) {
-            mapper.release_page(page);
-        }
-        self.stats.pages -= count;
-        self.stats.bytes_reserved -= count * page_size;
-        if self.stats.pages == 0 {
-            self.stats.growths_released = self.stats.growths;
-        }
-        // Physical memory may grow back to what is live before moving pages again.
-        self.budget = self.live_bytes + self.live_bytes / 100 + SPARE_PAGES * page_size;
-        count * page_size
+        // Physical memory may grow back to what is live before chunks move again.
+        self.budget = self.live_bytes
+            + self.live_bytes / 100
+            + SPARE_CHUNKS * self.min_chunk_pages * self.page_size;
+        before - self.stats.bytes_reserved
     }
 
     /// The largest free block of any stream's range, in bytes.
@@ -563,24 +727,67 @@ impl GrowablePool {
     }
 }
 
+/// Which free chunk backs a run of `pages` missing pages: the largest that fits in it
+/// (moved there), else the smallest larger one (given back, which lowers what the pool
+/// holds); among equals the highest-addressed.
+fn pick_free_chunk(candidates: &[FreeChunk], pages: u64) -> Option<usize> {
+    let fitting = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, chunk)| chunk.pages <= pages)
+        .max_by_key(|(_, chunk)| (chunk.pages, chunk.start))
+        .map(|(index, _)| index);
+    fitting.or_else(|| {
+        candidates
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, chunk)| (chunk.pages, std::cmp::Reverse(chunk.start)))
+            .map(|(index, _)| index)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::memory::ordering::HostOrdering;
-    use std::collections::HashSet;
+    use std::collections::HashMap as Map;
 
     const PAGE: u64 = 2 << 20;
     const MIB: u64 = 1 << 20;
 
-    /// Keeps which physical page backs each page of each range, like a driver.
+    /// Keeps which chunk backs each page of each range, like a driver, and counts the
+    /// driver calls.
     #[derive(Default)]
     struct FakeMapper {
         next: u64,
-        pages: HashSet<u64>,
-        mapped: HashMap<(u64, u64), u64>,
+        /// Chunks created and not released: their pages.
+        chunks: Map<u64, u64>,
+        /// Chunks mapped: (range, first page) -> chunk.
+        mapped: Map<(u64, u64), u64>,
+        /// Pages granted access: (range, page).
+        granted: HashSet<(u64, u64)>,
         creates: u64,
         maps: u64,
+        unmaps: u64,
+        releases: u64,
+        max_pages: Option<u64>,
         refuse_pages_after: Option<u64>,
+        /// Fail the next map / access grant.
+        fail_map: bool,
+        fail_grant: bool,
+    }
+
+    use std::collections::HashSet;
+
+    impl FakeMapper {
+        fn pages_held(&self) -> u64 {
+            self.chunks.values().sum()
+        }
+        fn is_mapped(&self, range: u64, page: u64) -> bool {
+            self.mapped.iter().any(|(&(r, first), chunk)| {
+                r == range && first <= page && page < first + self.chunks[chunk]
+            })
+        }
     }
 
     impl PageMapper for FakeMapper {
@@ -593,12 +800,47 @@ mod tests {
         }
         fn free_range(&mut self, _range: StorageId) {}
         fn create_page(&mut self) -> Result<PageId, IoError> {
+            self.create_block(1)
+        }
+        fn release_page(&mut self, page: PageId) {
+            assert!(
+                !self.mapped.values().any(|chunk| *chunk == page.0),
+                "a mapped chunk released"
+            );
+            assert!(
+                self.chunks.remove(&page.0).is_some(),
+                "a chunk released twice"
+            );
+            self.releases += 1;
+        }
+        fn map(&mut self, _: StorageId, _: u64, _: PageId) -> Result<(), IoError> {
+            panic!("the pool maps chunks")
+        }
+        fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
+            if std::mem::take(&mut self.fail_grant) {
+                return Err(IoError::invalid("injected access failure"));
+            }
+            assert!(start.is_multiple_of(PAGE) && size.is_multiple_of(PAGE));
+            for page in start / PAGE..(start + size) / PAGE {
+                assert!(self.is_mapped(range.0, page), "access to an unmapped page");
+                self.granted.insert((range.0, page));
+            }
+            Ok(())
+        }
+        fn unmap(&mut self, _: StorageId, _: u64, _: u64) {
+            panic!("the pool unmaps chunks")
+        }
+        fn max_block_pages(&self) -> u64 {
+            self.max_pages.unwrap_or(u64::MAX)
+        }
+        fn create_block(&mut self, pages: u64) -> Result<PageId, IoError> {
+            assert!(pages >= 1 && pages <= self.max_block_pages());
             if self
                 .refuse_pages_after
-                .is_some_and(|limit| self.pages.len() as u64 >= limit)
+                .is_some_and(|limit| self.pages_held() + pages > limit)
             {
                 return Err(IoError::OutOfMemory {
-                    requested: PAGE,
+                    requested: pages * PAGE,
                     reserved: 0,
                     free: 0,
                     reason: "fake device full".into(),
@@ -607,82 +849,8 @@ mod tests {
             }
             self.next += 1;
             self.creates += 1;
-            self.pages.insert(self.next);
+            self.chunks.insert(self.next, pages);
             Ok(PageId(self.next))
-        }
-        fn release_page(&mut self, page: PageId) {
-            assert!(self.pages.remove(&page.0), "a page released twice");
-            assert!(
-                !self.mapped.values().any(|p| *p == page.0),
-                "a mapped page released"
-            );
-        }
-        fn map(&mut self, range: StorageId, offset: u64, page: PageId) -> Result<(), IoError> {
-            assert!(offset.is_multiple_of(PAGE));
-            assert!(self.pages.contains(&page.0), "an unknown page mapped");
-            assert!(
-                !self.mapped.values().any(|p| *p == page.0),
-                "a page mapped twice"
-            );
-            let old = self.mapped.insert((range.0, offset), page.0);
-            assert!(old.is_none(), "a slot mapped twice");
-            self.maps += 1;
-            Ok(())
-        }
-        fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
-            for offset in (start..start + size).step_by(PAGE as usize) {
-                assert!(
-                    self.mapped.contains_key(&(range.0, offset)),
-                    "access to an unmapped page"
-                );
-            }
-            Ok(())
-        }
-        fn unmap(&mut self, range: StorageId, start: u64, size: u64) {
-            for offset in (start..start + size).step_by(PAGE as usize) {
-                assert!(
-                    self.mapped.remove(&(range.0, offset)).is_some(),
-                    "unmapping a hole"
-                );
-            }
-        }
-    }
-
-    /// A fake whose physical blocks hold 4 pages.
-    #[derive(Default)]
-    struct BlockMapper(FakeMapper);
-
-    impl PageMapper for BlockMapper {
-        fn page_size(&self) -> u64 {
-            PAGE / 4
-        }
-        fn reserve_range(&mut self, size: u64) -> Result<StorageId, IoError> {
-            self.0.reserve_range(size)
-        }
-        fn free_range(&mut self, range: StorageId) {
-            self.0.free_range(range)
-        }
-        fn create_page(&mut self) -> Result<PageId, IoError> {
-            panic!("the pool creates blocks")
-        }
-        fn release_page(&mut self, page: PageId) {
-            self.0.release_page(page)
-        }
-        fn map(&mut self, _: StorageId, _: u64, _: PageId) -> Result<(), IoError> {
-            panic!("the pool maps blocks")
-        }
-        fn grant_access(&mut self, range: StorageId, start: u64, size: u64) -> Result<(), IoError> {
-            self.0.grant_access(range, start, size)
-        }
-        fn unmap(&mut self, _: StorageId, _: u64, _: u64) {
-            panic!("the pool unmaps blocks")
-        }
-        fn max_block_pages(&self) -> u64 {
-            4
-        }
-        fn create_block(&mut self, pages: u64) -> Result<PageId, IoError> {
-            assert_eq!(pages, 4);
-            self.0.create_page()
         }
         fn map_block(
             &mut self,
@@ -691,31 +859,49 @@ mod tests {
             block: PageId,
             pages: u64,
         ) -> Result<(), IoError> {
-            assert_eq!(pages, 4);
-            self.0.map(range, offset, block)
+            if std::mem::take(&mut self.fail_map) {
+                return Err(IoError::invalid("injected map failure"));
+            }
+            assert!(offset.is_multiple_of(PAGE));
+            assert_eq!(
+                self.chunks.get(&block.0),
+                Some(&pages),
+                "a chunk mapped whole"
+            );
+            assert!(
+                !self.mapped.values().any(|chunk| *chunk == block.0),
+                "a chunk mapped twice"
+            );
+            for page in offset / PAGE..offset / PAGE + pages {
+                assert!(!self.is_mapped(range.0, page), "a page mapped twice");
+            }
+            self.mapped.insert((range.0, offset / PAGE), block.0);
+            self.maps += 1;
+            Ok(())
         }
         fn unmap_block(&mut self, range: StorageId, offset: u64, pages: u64) {
-            assert_eq!(pages, 4);
-            self.0.unmap(range, offset, PAGE);
+            let chunk = self
+                .mapped
+                .remove(&(range.0, offset / PAGE))
+                .expect("unmapping a hole");
+            assert_eq!(self.chunks[&chunk], pages, "a chunk unmapped whole");
+            for page in offset / PAGE..offset / PAGE + pages {
+                self.granted.remove(&(range.0, page));
+            }
+            self.unmaps += 1;
         }
     }
 
-    #[test]
-    fn blocks_of_several_pages_are_created_mapped_and_moved_whole() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), BlockMapper::default());
-        let stream = StreamId::new(0);
-        let mut reserve = |pool: &mut GrowablePool, size| {
-            pool.reserve(size, size, stream, &mut mapper, &mut HostOrdering)
-                .unwrap()
-                .0
-        };
-        let a = reserve(&mut pool, 100 * MIB);
-        let _b = reserve(&mut pool, 100 * MIB);
-        pool.free(a, Vec::new());
-        reserve(&mut pool, 150 * MIB);
-        assert!(pool.stats().pages_moved > 0);
-        assert_eq!(pool.stats().bytes_reserved, pool.stats().pages * PAGE);
-        pool.release(&mut mapper, &mut HostOrdering);
+    /// Ordering whose points are never complete: the device is still busy.
+    struct BusyOrdering;
+
+    impl StreamOrdering for BusyOrdering {
+        fn is_complete(&mut self, _point: StreamPoint) -> bool {
+            false
+        }
+        fn wait_for(&mut self, _waiter: StreamId, _point: StreamPoint) -> bool {
+            false
+        }
     }
 
     fn reserve(pool: &mut GrowablePool, mapper: &mut FakeMapper, size: u64) -> u32 {
@@ -724,9 +910,37 @@ mod tests {
             .0
     }
 
+    fn pool() -> (GrowablePool, FakeMapper) {
+        (
+            GrowablePool::new(1 << 40, 16 * MIB, 0),
+            FakeMapper::default(),
+        )
+    }
+
+    #[test]
+    fn a_growth_is_one_chunk_whatever_its_size() {
+        let (mut pool, mut mapper) = pool();
+        reserve(&mut pool, &mut mapper, 1 << 30);
+        assert_eq!((mapper.creates, mapper.maps), (1, 1));
+        assert_eq!(pool.stats().bytes_reserved, 1 << 30);
+        assert_eq!(pool.stats().chunks, 1);
+    }
+
+    #[test]
+    fn a_chunk_limit_splits_a_growth_into_chunks_of_at_most_that_size() {
+        let (mut pool, mut mapper) = (
+            GrowablePool::new(1 << 40, 16 * MIB, 16 * MIB),
+            FakeMapper::default(),
+        );
+        reserve(&mut pool, &mut mapper, 100 * MIB);
+        assert_eq!(mapper.creates, 7, "six chunks of 16 MiB and one of 4");
+        assert!(mapper.chunks.values().all(|pages| *pages <= 8));
+        assert_eq!(pool.stats().bytes_reserved, 100 * MIB);
+    }
+
     #[test]
     fn a_freed_block_serves_a_smaller_request_without_driver_calls() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
+        let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         assert!(pool.free(a, Vec::new()));
         assert_eq!(pool.largest_free_block(), 64 * MIB);
@@ -738,45 +952,89 @@ mod tests {
     }
 
     #[test]
-    fn a_larger_request_maps_only_the_pages_past_the_end() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
+    fn a_larger_request_backs_only_the_pages_past_the_end_with_at_least_a_minimum_chunk() {
+        let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         pool.free(a, Vec::new());
         reserve(&mut pool, &mut mapper, 70 * MIB);
-        assert_eq!(mapper.maps, 35, "32 pages, then 3 more at the end");
-        assert_eq!(pool.stats().growths, 2);
+        assert_eq!(mapper.creates, 2);
+        // 3 pages were missing; the growing end gets 16 MiB.
+        assert_eq!(pool.stats().bytes_reserved, 80 * MIB);
+        // The next request at the end uses the rest of that chunk.
+        reserve(&mut pool, &mut mapper, 10 * MIB);
+        assert_eq!(mapper.creates, 2);
     }
 
     #[test]
-    fn pages_move_from_free_blocks_once_the_pool_holds_the_live_peak() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
+    fn free_chunks_move_once_the_pool_holds_the_live_peak() {
+        let (mut pool, mut mapper) = pool();
         // Two 100 MiB blocks; the first freed; a 150 MiB request doesn't fit its hole.
         let a = reserve(&mut pool, &mut mapper, 100 * MIB);
         let _b = reserve(&mut pool, &mut mapper, 100 * MIB);
         pool.free(a, Vec::new());
-        let pages = mapper.pages.len();
         reserve(&mut pool, &mut mapper, 150 * MIB);
-        // Live 250 MiB: the budget (1 % + 4 pages) allows 262 MiB, 131 pages; 175 would be
-        // needed without moving pages.
-        assert!(
-            mapper.pages.len() <= 131,
-            "{} pages held",
-            mapper.pages.len()
-        );
-        assert!(pool.stats().pages_moved > 0);
-        assert!(mapper.pages.len() > pages);
+        // Live 250 MiB: the budget (1 % + 4 minimum chunks) allows 316.5 MiB; 350 would be
+        // held without moving the free chunk.
+        assert_eq!(pool.stats().chunks_moved, 1);
+        assert_eq!(mapper.pages_held() * PAGE, 250 * MIB);
+        assert_eq!(pool.stats().bytes_reserved, 250 * MIB);
+        assert_eq!(mapper.releases, 0);
     }
 
     #[test]
-    fn release_gives_back_pages_under_free_blocks_and_reuse_maps_them_again() {
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 40, 16 << 20), FakeMapper::default());
+    fn a_larger_free_chunk_is_given_back_instead_of_growing_past_the_budget() {
+        let (mut pool, mut mapper) = pool();
+        let one = StreamId::new(1);
+        let a = pool
+            .reserve(400 * MIB, 400 * MIB, one, &mut mapper, &mut HostOrdering)
+            .unwrap()
+            .0;
+        reserve(&mut pool, &mut mapper, 16 * MIB);
+        pool.free(a, Vec::new());
+        // The peak seen was 416 MiB: budget 484 MiB. 100 MiB more on stream 0 would hold
+        // 516: the 400 MiB chunk, free on stream 1, goes back first.
+        reserve(&mut pool, &mut mapper, 100 * MIB);
+        assert_eq!((mapper.releases, pool.stats().chunks_moved), (1, 0));
+        assert_eq!(pool.stats().bytes_reserved, 116 * MIB);
+    }
+
+    #[test]
+    fn a_chunk_under_a_live_block_or_busy_free_block_stays_where_it_is() {
+        let (mut pool, mut mapper) = pool();
+        let a = reserve(&mut pool, &mut mapper, 100 * MIB);
+        let _b = reserve(&mut pool, &mut mapper, 100 * MIB);
+        let point = StreamPoint {
+            stream: StreamId::new(0),
+            seq: 1,
+        };
+        pool.free(a, vec![point]);
+        pool.reserve(
+            150 * MIB,
+            150 * MIB,
+            StreamId::new(0),
+            &mut mapper,
+            &mut BusyOrdering,
+        )
+        .unwrap();
+        assert_eq!(
+            pool.stats().chunks_moved,
+            0,
+            "the device may still use a's memory"
+        );
+        assert_eq!(pool.release(&mut mapper, &mut BusyOrdering), 0);
+        assert_eq!(pool.stats().bytes_reserved, 350 * MIB);
+    }
+
+    #[test]
+    fn release_gives_back_chunks_wholly_under_free_blocks_and_reuse_backs_them_again() {
+        let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let b = reserve(&mut pool, &mut mapper, 3 * MIB);
         pool.free(a, Vec::new());
         let given = pool.release(&mut mapper, &mut HostOrdering);
-        // The page shared with `b` stays.
-        assert_eq!(given, 32 * PAGE);
-        assert_eq!(pool.stats().pages, 2);
+        // b's chunk (16 MiB at the end) stays.
+        assert_eq!(given, 64 * MIB);
+        assert_eq!(pool.stats().chunks, 1);
         reserve(&mut pool, &mut mapper, 64 * MIB);
         pool.free(b, Vec::new());
         assert_eq!(pool.stats().allocations, 1);
@@ -788,7 +1046,7 @@ mod tests {
             refuse_pages_after: Some(10),
             ..FakeMapper::default()
         };
-        let mut pool = GrowablePool::new(1 << 40, 16 << 20);
+        let mut pool = GrowablePool::new(1 << 40, 2 * MIB, 0);
         let a = reserve(&mut pool, &mut mapper, 16 * MIB);
         let error = pool
             .reserve(
@@ -802,22 +1060,55 @@ mod tests {
         assert!(matches!(error, IoError::OutOfMemory { .. }), "{error:?}");
         assert_eq!(pool.stats().allocations, 1);
         pool.free(a, Vec::new());
-        // The 8 mapped pages and the 2 the failed request mapped serve 20 MiB.
+        // The first request's pages serve 16 MiB again; 20 MiB fits after a retry that
+        // gives them back.
         reserve(&mut pool, &mut mapper, 20 * MIB);
-        assert_eq!(mapper.pages.len(), 10);
+        assert!(mapper.pages_held() <= 10);
+    }
+
+    #[test]
+    fn a_failed_map_or_grant_gives_the_chunk_back_and_leaves_the_pool_usable() {
+        for (fail_map, fail_grant) in [(true, false), (false, true)] {
+            let (mut pool, mut mapper) = pool();
+            let a = reserve(&mut pool, &mut mapper, 32 * MIB);
+            (mapper.fail_map, mapper.fail_grant) = (fail_map, fail_grant);
+            let error = pool
+                .reserve(
+                    64 * MIB,
+                    64 * MIB,
+                    StreamId::new(0),
+                    &mut mapper,
+                    &mut HostOrdering,
+                )
+                .unwrap_err();
+            assert!(
+                matches!(error, IoError::InvalidArgument { .. }),
+                "{error:?}"
+            );
+            assert_eq!(mapper.chunks.len(), 1, "the failed chunk is released");
+            assert_eq!(pool.stats().chunks, 1);
+            assert_eq!(pool.stats().allocations, 1);
+            assert_eq!(pool.stats().bytes_reserved, 32 * MIB);
+            let b = reserve(&mut pool, &mut mapper, 64 * MIB);
+            assert!(mapper.granted.len() as u64 == 48);
+            pool.free(a, Vec::new());
+            pool.free(b, Vec::new());
+            pool.release(&mut mapper, &mut HostOrdering);
+            assert!(mapper.chunks.is_empty() && mapper.mapped.is_empty());
+        }
     }
 
     /// Random requests and frees on two streams: live blocks never overlap, every page under
-    /// a live block is mapped to a page of its own, the totals add up, and a release with
-    /// nothing live gives every page back.
-    #[test]
-    fn random_sequences_keep_blocks_apart_and_totals_consistent() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        let (mut pool, mut mapper) = (GrowablePool::new(1 << 36, 16 << 20), FakeMapper::default());
+    /// a live block is mapped with access, chunks never overlap, the totals add up, and a
+    /// release with nothing live gives every chunk back.
+    fn random_sequence(max_chunk: u64, seed: u64) {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut pool = GrowablePool::new(1 << 36, 16 * MIB, max_chunk);
+        let mut mapper = FakeMapper::default();
         let mut live: Vec<(u32, u64, u64)> = Vec::new();
-        for step in 0..3000 {
+        for step in 0..2000 {
             if live.is_empty() || rng.u32(0..100) < 55 {
-                let size = rng.u64(1..=40) * MIB / 2 + 512 * rng.u64(0..4);
+                let size = rng.u64(1..=80) * MIB / 2 + 512 * rng.u64(0..4);
                 let stream = StreamId::new(rng.u64(0..2));
                 let (slot, _) = pool
                     .reserve(size, size, stream, &mut mapper, &mut HostOrdering)
@@ -836,12 +1127,13 @@ mod tests {
                 stats.bytes_in_use,
                 live.iter().map(|(_, s, _)| s).sum::<u64>()
             );
-            assert_eq!(stats.pages, mapper.pages.len() as u64);
-            let mut spans: Vec<(u64, u64, u64, u64)> = live
+            assert_eq!(stats.bytes_reserved, mapper.pages_held() * PAGE);
+            assert_eq!(stats.chunks, mapper.chunks.len() as u64);
+            let mut spans: Vec<(u64, u64, u64)> = live
                 .iter()
-                .map(|&(slot, size, key)| {
+                .map(|&(slot, size, _)| {
                     let (range, offset) = pool.storage_of(slot).unwrap();
-                    (range.0, offset, size, key)
+                    (range.0, offset, size)
                 })
                 .collect();
             spans.sort_unstable();
@@ -853,11 +1145,11 @@ mod tests {
                     );
                 }
             }
-            for &(range, offset, size, _) in &spans {
+            for &(range, offset, size) in &spans {
                 for page in offset / PAGE..=(offset + size - 1) / PAGE {
                     assert!(
-                        mapper.mapped.contains_key(&(range, page * PAGE)),
-                        "unmapped page"
+                        mapper.granted.contains(&(range, page)),
+                        "a live block's page unmapped or without access"
                     );
                 }
             }
@@ -866,8 +1158,34 @@ mod tests {
             pool.free(slot, Vec::new());
         }
         pool.release(&mut mapper, &mut HostOrdering);
-        assert_eq!(mapper.pages.len(), 0);
-        assert_eq!(pool.stats().growths_released, pool.stats().growths);
+        assert_eq!(mapper.chunks.len(), 0);
+        assert_eq!(pool.stats().chunks_released, pool.stats().chunks_created);
         assert!(mapper.mapped.is_empty());
+    }
+
+    #[test]
+    fn random_sequences_keep_blocks_apart_and_totals_consistent() {
+        for seed in [7, 8] {
+            random_sequence(0, seed);
+        }
+    }
+
+    #[test]
+    fn random_sequences_keep_blocks_apart_with_a_chunk_limit() {
+        random_sequence(16 * MIB, 9);
+    }
+
+    #[test]
+    fn a_mapper_of_single_pages_gets_chunks_of_one_page() {
+        let mut mapper = FakeMapper {
+            max_pages: Some(1),
+            ..FakeMapper::default()
+        };
+        let mut pool = GrowablePool::new(1 << 40, 16 * MIB, 0);
+        reserve(&mut pool, &mut mapper, 10 * MIB);
+        assert_eq!(
+            mapper.creates, 5,
+            "a chunk per page, no more pages than needed"
+        );
     }
 }
