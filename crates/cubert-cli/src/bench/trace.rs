@@ -223,6 +223,7 @@ fn replay_trace<R: CliRuntime>(
     let cold = ordered.exclusive(|| replay(&ordered, trace))??;
     let report = ordered.memory_report()?;
     let warm = ordered.exclusive(|| replay(&ordered, trace))??;
+    let warm_report = ordered.memory_report()?;
     let leftover = ordered.memory_usage()?;
     drop(ordered);
 
@@ -260,6 +261,17 @@ fn replay_trace<R: CliRuntime>(
         return Ok(());
     }
     let gib = |bytes: u64| bytes as f64 / GIB as f64;
+    let warm_driver = warm_report.storage_time.saturating_sub(report.storage_time);
+    recorder.info(&format!(
+        "device memory calls: {:.1} ms of the cold replay ({} allocations, {} frees), {:.1} ms \
+         of the warm one ({} allocations, {} frees)",
+        report.storage_time.as_secs_f64() * 1e3,
+        report.storage_allocations,
+        report.storage_deallocations,
+        warm_driver.as_secs_f64() * 1e3,
+        warm_report.storage_allocations - report.storage_allocations,
+        warm_report.storage_deallocations - report.storage_deallocations,
+    ));
     recorder.info(&format!(
         "threaded replay (frees reach the allocator as soon as dropped, possibly before \
          allocations issued earlier): {threaded_seconds:.4} s, peak in use {:.3} GiB, peak \

@@ -40,6 +40,7 @@ use crate::error::IoError;
 use crate::storage::{PageId, PageMapper, StorageId};
 use crate::stream::StreamId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
 
 /// Free blocks looked at per request (the best-fitting ones).
 const CANDIDATES: usize = 16;
@@ -188,6 +189,8 @@ impl Heap {
 /// Totals of the growable pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GrowableStats {
+    /// Wall time spent in the mapper's calls (the driver's, on CUDA).
+    pub driver_time: Duration,
     /// Chunks held: physical allocations of the device, each mapped at one place.
     pub chunks: u64,
     /// Bytes of those chunks.
@@ -293,7 +296,10 @@ impl GrowablePool {
         let key = stream.value;
         if !self.heaps.contains_key(&key) {
             let range_size = self.range_size.div_ceil(self.page_size) * self.page_size;
-            let range = mapper.reserve_range(range_size)?;
+            let start = Instant::now();
+            let range = mapper.reserve_range(range_size);
+            self.stats.driver_time += start.elapsed();
+            let range = range?;
             self.heaps.insert(
                 key,
                 Heap {
@@ -536,7 +542,10 @@ impl GrowablePool {
         pages: u64,
         mapper: &mut dyn PageMapper,
     ) -> Result<(), IoError> {
-        let id = mapper.create_block(pages)?;
+        let started = Instant::now();
+        let id = mapper.create_block(pages);
+        self.stats.driver_time += started.elapsed();
+        let id = id?;
         self.stats.chunks += 1;
         self.stats.chunks_created += 1;
         self.stats.bytes_reserved += pages * self.page_size;
@@ -561,11 +570,16 @@ impl GrowablePool {
             return Err(IoError::invalid("no address range for the stream"));
         };
         let offset = start * page_size;
-        mapper.map_block(heap.range, offset, chunk.id, chunk.pages)?;
-        if let Err(error) = mapper.grant_access(heap.range, offset, chunk.pages * page_size) {
-            mapper.unmap_block(heap.range, offset, chunk.pages);
-            return Err(error);
-        }
+        let started = Instant::now();
+        let mapped = mapper
+            .map_block(heap.range, offset, chunk.id, chunk.pages)
+            .and_then(|()| {
+                mapper
+                    .grant_access(heap.range, offset, chunk.pages * page_size)
+                    .inspect_err(|_| mapper.unmap_block(heap.range, offset, chunk.pages))
+            });
+        self.stats.driver_time += started.elapsed();
+        mapped?;
         heap.chunks.insert(start, chunk);
         Ok(())
     }
@@ -600,13 +614,17 @@ impl GrowablePool {
     fn unmap_chunk(&mut self, free: FreeChunk, mapper: &mut dyn PageMapper) -> Option<Chunk> {
         let heap = self.heaps.get_mut(&free.key)?;
         let chunk = heap.chunks.remove(&free.start)?;
+        let started = Instant::now();
         mapper.unmap_block(heap.range, free.start * self.page_size, chunk.pages);
+        self.stats.driver_time += started.elapsed();
         Some(chunk)
     }
 
     /// Gives the unmapped `chunk` back to the device.
     fn forget_chunk(&mut self, chunk: Chunk, mapper: &mut dyn PageMapper) {
+        let started = Instant::now();
         mapper.release_page(chunk.id);
+        self.stats.driver_time += started.elapsed();
         self.stats.chunks -= 1;
         self.stats.chunks_released += 1;
         self.stats.bytes_reserved -= chunk.pages * self.page_size;

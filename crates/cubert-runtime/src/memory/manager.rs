@@ -22,9 +22,9 @@
 //! a [`PagedPool`] instead: each gets its own address range backed by individually mapped
 //! physical pages, so freed memory is never stranded by fragmentation. With `growable`
 //! they go to a [`GrowablePool`]: one growable address range per stream, carved like a heap,
-//! pages mapped only where blocks lie; its free pages go back on `cleanup` (and so on the
-//! out-of-memory retry), and on the idle timer once the pool has neither reserved nor freed
-//! a block for `idle_release`.
+//! backed by physical chunks only where blocks lie (`docs/allocator.md`); its free chunks go
+//! back on `cleanup` (and so on the out-of-memory retry), and on the idle timer once the
+//! pool has neither reserved nor freed a block for `idle_release`.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
 use super::foreign::ForeignMemory;
@@ -250,6 +250,8 @@ pub struct MemoryManager<S: ComputeStorage> {
     peak_in_use: u64,
     storage_allocations: u64,
     storage_deallocations: u64,
+    /// Time spent in the storage's alloc and dealloc calls.
+    storage_time: Duration,
 }
 
 /// The pools a manager's options lay out.
@@ -343,6 +345,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             peak_in_use: 0,
             storage_allocations: 0,
             storage_deallocations: 0,
+            storage_time: Duration::ZERO,
         }
     }
 
@@ -835,7 +838,10 @@ impl<S: ComputeStorage> MemoryManager<S> {
         if let Some(error) = self.over_capacity(size, size) {
             return Err(error);
         }
-        let id = self.storage.alloc(size)?;
+        let start = Instant::now();
+        let id = self.storage.alloc(size);
+        self.storage_time += start.elapsed();
+        let id = id?;
         self.storage_allocations += 1;
         tracing::debug!(target: "cubert::memory", size, reserved = self.reserved() + size, "device allocation");
         self.peak_reserved = self.peak_reserved.max(self.reserved() + size);
@@ -1060,7 +1066,9 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn dealloc_segments(&mut self, released: Vec<ReleasedSegment>) -> u64 {
         let mut bytes = 0;
         for segment in released {
+            let start = Instant::now();
             self.storage.dealloc(segment.storage);
+            self.storage_time += start.elapsed();
             tracing::debug!(target: "cubert::memory", size = segment.size, "device memory given back");
             self.storage_deallocations += 1;
             bytes += segment.size;
@@ -1176,6 +1184,11 @@ impl<S: ComputeStorage> MemoryManager<S> {
             peak_bytes_in_use: self.peak_in_use,
             storage_allocations: self.storage_allocations,
             storage_deallocations: self.storage_deallocations,
+            storage_time: self.storage_time
+                + self
+                    .growable
+                    .as_ref()
+                    .map_or(Duration::ZERO, |growable| growable.stats().driver_time),
         }
     }
 }

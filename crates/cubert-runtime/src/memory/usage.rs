@@ -95,6 +95,10 @@ pub struct MemoryReport {
     pub storage_allocations: u64,
     /// Raw allocations returned to the device since the start.
     pub storage_deallocations: u64,
+    /// Wall time spent in the device's memory calls since the start: allocations and
+    /// frees, and the growable pool's creates, maps, access grants, unmaps and releases.
+    #[serde(default)]
+    pub storage_time: std::time::Duration,
 }
 
 impl fmt::Display for MemoryReport {
@@ -128,11 +132,13 @@ impl fmt::Display for MemoryReport {
         }
         write!(
             f,
-            "peak reserved {}, peak in use {}, device allocations {} (freed {})",
+            "peak reserved {}, peak in use {}, device allocations {} (freed {}, {:.3} ms in \
+             device memory calls)",
             format_bytes(self.peak_bytes_reserved),
             format_bytes(self.peak_bytes_in_use),
             self.storage_allocations,
-            self.storage_deallocations
+            self.storage_deallocations,
+            self.storage_time.as_secs_f64() * 1e3
         )
     }
 }
