@@ -101,7 +101,10 @@ impl ReleaseQueue {
         while let Some(id) = self.ring.pop() {
             into.push(id);
         }
-        if self.overflowed.swap(false, Ordering::AcqRel) {
+        // Read before writing: a write on every drain would take the cache line from the
+        // threads that push (it may share one with the ring's fields they read).
+        if self.overflowed.load(Ordering::Acquire) && self.overflowed.swap(false, Ordering::AcqRel)
+        {
             into.append(&mut self.overflow.lock().unwrap_or_else(PoisonError::into_inner));
         }
     }
