@@ -36,11 +36,12 @@
 
 use super::block_pool::merge_points;
 use super::ordering::{StreamOrdering, StreamPoint};
+use super::usage::timed;
 use crate::error::IoError;
 use crate::storage::{PageId, PageMapper, StorageId};
 use crate::stream::StreamId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Free blocks looked at per request (the best-fitting ones).
 const CANDIDATES: usize = 16;
@@ -296,10 +297,9 @@ impl GrowablePool {
         let key = stream.value;
         if !self.heaps.contains_key(&key) {
             let range_size = self.range_size.div_ceil(self.page_size) * self.page_size;
-            let start = Instant::now();
-            let range = mapper.reserve_range(range_size);
-            self.stats.driver_time += start.elapsed();
-            let range = range?;
+            let range = timed(&mut self.stats.driver_time, || {
+                mapper.reserve_range(range_size)
+            })?;
             self.heaps.insert(
                 key,
                 Heap {
@@ -542,10 +542,7 @@ impl GrowablePool {
         pages: u64,
         mapper: &mut dyn PageMapper,
     ) -> Result<(), IoError> {
-        let started = Instant::now();
-        let id = mapper.create_block(pages);
-        self.stats.driver_time += started.elapsed();
-        let id = id?;
+        let id = timed(&mut self.stats.driver_time, || mapper.create_block(pages))?;
         self.stats.chunks += 1;
         self.stats.chunks_created += 1;
         self.stats.bytes_reserved += pages * self.page_size;
@@ -570,16 +567,16 @@ impl GrowablePool {
             return Err(IoError::invalid("no address range for the stream"));
         };
         let offset = start * page_size;
-        let started = Instant::now();
-        let mapped = mapper
-            .map_block(heap.range, offset, chunk.id, chunk.pages)
-            .and_then(|()| {
-                mapper
-                    .grant_access(heap.range, offset, chunk.pages * page_size)
-                    .inspect_err(|_| mapper.unmap_block(heap.range, offset, chunk.pages))
-            });
-        self.stats.driver_time += started.elapsed();
-        mapped?;
+        let range = heap.range;
+        timed(&mut self.stats.driver_time, || {
+            mapper
+                .map_block(range, offset, chunk.id, chunk.pages)
+                .and_then(|()| {
+                    mapper
+                        .grant_access(range, offset, chunk.pages * page_size)
+                        .inspect_err(|_| mapper.unmap_block(range, offset, chunk.pages))
+                })
+        })?;
         heap.chunks.insert(start, chunk);
         Ok(())
     }
@@ -614,17 +611,18 @@ impl GrowablePool {
     fn unmap_chunk(&mut self, free: FreeChunk, mapper: &mut dyn PageMapper) -> Option<Chunk> {
         let heap = self.heaps.get_mut(&free.key)?;
         let chunk = heap.chunks.remove(&free.start)?;
-        let started = Instant::now();
-        mapper.unmap_block(heap.range, free.start * self.page_size, chunk.pages);
-        self.stats.driver_time += started.elapsed();
+        let offset = free.start * self.page_size;
+        timed(&mut self.stats.driver_time, || {
+            mapper.unmap_block(heap.range, offset, chunk.pages)
+        });
         Some(chunk)
     }
 
     /// Gives the unmapped `chunk` back to the device.
     fn forget_chunk(&mut self, chunk: Chunk, mapper: &mut dyn PageMapper) {
-        let started = Instant::now();
-        mapper.release_page(chunk.id);
-        self.stats.driver_time += started.elapsed();
+        timed(&mut self.stats.driver_time, || {
+            mapper.release_page(chunk.id)
+        });
         self.stats.chunks -= 1;
         self.stats.chunks_released += 1;
         self.stats.bytes_reserved -= chunk.pages * self.page_size;

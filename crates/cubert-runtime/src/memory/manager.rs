@@ -33,7 +33,7 @@ use super::id_map::IdMap;
 use super::mode::{ModeTable, PersistentMemory};
 use super::ordering::{StreamOrdering, StreamPoint};
 use super::paged_pool::PagedPool;
-use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};
+use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes, timed};
 use crate::backtrace::BackTrace;
 use crate::config::settings;
 use crate::config::values::{self, GIB};
@@ -108,9 +108,10 @@ settings! {
         pub growable_block: u64,
         /// Largest physical chunk of the growable pool; 0 (the default): no limit, a growth
         /// is one chunk. A limit (say `"16 MiB"`) makes chunks more often wholly free, so
-        /// physical memory follows live data more closely (peak reserved / peak live on the
-        /// anchors' trace 1.14 -> 1.035), at a driver call per chunk for every growth and
-        /// every move (several times slower replays of churning traces).
+        /// physical memory follows live data more closely (peak reserved / peak live on an
+        /// H200: anchors' trace 1.148 -> 1.043, mlp 1.054 -> 1.018), at driver calls per chunk
+        /// for every growth and every move (3-7 × slower replays where chunks move;
+        /// `docs/allocator.md`).
         #[serde(deserialize_with = "values::any_size")]
         pub growable_max_chunk: u64,
         /// What the allocation modes mean: `size_match` (the default), `enabled`, `disabled`
@@ -358,10 +359,10 @@ impl<S: ComputeStorage> MemoryManager<S> {
     ///
     /// The keys that only steer later requests (`persistent`, `idle_release_ms`) change at
     /// any time. The shapes of the pools (rounding, segment sizes, splits,
-    /// `compact_before_growth`, `growable_block`, `growable_max_chunk`) change only while no allocation is live:
-    /// the cached memory is given back and the pools are laid out again. `paged` and
-    /// `growable` never change here: they decide which memory peer copies can read, and are
-    /// set in `[memory]` before the device starts.
+    /// `compact_before_growth`, `growable_block`, `growable_max_chunk`) change only while no
+    /// allocation is live: the cached memory is given back and the pools are laid out again.
+    /// `paged` and `growable` never change here: they decide which memory peer copies can
+    /// read, and are set in `[memory]` before the device starts.
     ///
     /// # Errors
     /// [`IoError::InvalidArgument`] naming what stands in the way (a change of `paged` or
@@ -838,10 +839,8 @@ impl<S: ComputeStorage> MemoryManager<S> {
         if let Some(error) = self.over_capacity(size, size) {
             return Err(error);
         }
-        let start = Instant::now();
-        let id = self.storage.alloc(size);
-        self.storage_time += start.elapsed();
-        let id = id?;
+        let storage = &mut self.storage;
+        let id = timed(&mut self.storage_time, || storage.alloc(size))?;
         self.storage_allocations += 1;
         tracing::debug!(target: "cubert::memory", size, reserved = self.reserved() + size, "device allocation");
         self.peak_reserved = self.peak_reserved.max(self.reserved() + size);
@@ -1066,9 +1065,8 @@ impl<S: ComputeStorage> MemoryManager<S> {
     fn dealloc_segments(&mut self, released: Vec<ReleasedSegment>) -> u64 {
         let mut bytes = 0;
         for segment in released {
-            let start = Instant::now();
-            self.storage.dealloc(segment.storage);
-            self.storage_time += start.elapsed();
+            let storage = &mut self.storage;
+            timed(&mut self.storage_time, || storage.dealloc(segment.storage));
             tracing::debug!(target: "cubert::memory", size = segment.size, "device memory given back");
             self.storage_deallocations += 1;
             bytes += segment.size;

@@ -142,3 +142,12 @@ impl fmt::Display for MemoryReport {
         )
     }
 }
+
+/// Runs `call` (a device memory call), adding its wall time to `total`: what
+/// [`MemoryReport::storage_time`] sums.
+pub(crate) fn timed<T>(total: &mut std::time::Duration, call: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let value = call();
+    *total += started.elapsed();
+    value
+}
