@@ -105,7 +105,10 @@ const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, 
      `y.set_line(i, v)`, shared arrays \
      `SharedMemory::<T>::new(len)`, `sync_cube()`, the plane operations (`plane_sum`, \
      `plane_min`, `plane_max`, `plane_all`, `plane_any`, `plane_shuffle`, `plane_broadcast`, \
-     `plane_mma(&mut acc, a, b)`), \
+     `plane_mma(&mut acc, a, b)`, `plane_load_a(&tile, start, stride)`, \
+     `plane_load_b(&tile, start, stride)`), asynchronous copies \
+     (`copy_line_async::<N>(&mut tile, i, x, j, valid)`, `commit_async_copies()`, \
+     `wait_async_copies(n)`), \
      the atomics (`atomic_add`, `atomic_max`, `atomic_min`, `atomic_exchange`, \
      `atomic_compare_exchange`), and the builtins (`ABSOLUTE_POS`, `UNIT_POS`, `CUBE_POS`, \
      `CUBE_DIM`, `CUBE_COUNT`, with `_X`/`_Y`/`_Z`, `PLANE_DIM`, `UNIT_POS_PLANE`)";
@@ -766,11 +769,45 @@ impl Context {
                     #m::shared_array::<#elem>(#site, (#len) as u32)),
             }));
         }
+        if segments.len() == 1 && segments[0].ident == "copy_line_async" {
+            arity(5, "copy_line_async")?;
+            return self.copy_line_async(call, &segments[0].arguments).map(Some);
+        }
         if segments.len() != 1 || !segments[0].arguments.is_empty() {
             return Ok(None);
         }
         let function = &segments[0].ident;
         let name = function.to_string();
+        if name == "commit_async_copies" {
+            arity(0, &name)?;
+            return Ok(Some(quote_spanned!(span=> #m::commit_async_copies())));
+        }
+        if name == "wait_async_copies" {
+            arity(1, &name)?;
+            let pending = &call.args[0];
+            if !self.is_comptime(pending) {
+                return Err(syn::Error::new(
+                    pending.span(),
+                    "`wait_async_copies` takes the number of groups that may stay in flight as \
+                     a literal or a compile-time value: `wait_async_copies(1)`",
+                ));
+            }
+            return Ok(Some(
+                quote_spanned!(span=> #m::wait_async_copies((#pending) as u32)),
+            ));
+        }
+        if name == "plane_load_a" || name == "plane_load_b" {
+            arity(3, &name)?;
+            let tile = self.shared_argument(&call.args[0], &name)?;
+            let start = self.expr(&call.args[1])?;
+            let stride = self.expr(&call.args[2])?;
+            return Ok(Some(match self.mode {
+                Mode::Native => {
+                    quote_spanned!(span=> #m::#function(__cubert_unit, &#tile, #start, #stride))
+                }
+                Mode::Expand => quote_spanned!(span=> #m::#function(&#tile, #start, #stride)),
+            }));
+        }
         if name == "sync_cube" {
             arity(0, &name)?;
             return Ok(Some(quote_spanned!(span=> #m::sync_cube())));
@@ -845,6 +882,65 @@ impl Context {
                 quote_spanned!(span=> #m::plane_mma(__cubert_unit, &mut #acc, #a, #b))
             }
             Mode::Expand => quote_spanned!(span=> #m::plane_mma(&#acc, #a, #b)),
+        })
+    }
+
+    /// A shared array argument: its variable, taken by reference (`&tile`, `&mut tile`)
+    /// or not.
+    fn shared_argument(&self, expr: &Expr, function: &str) -> syn::Result<TokenStream> {
+        let inner = match strip_parens(expr) {
+            Expr::Reference(reference) => strip_parens(&reference.expr),
+            other => other,
+        };
+        match inner {
+            Expr::Path(path) if path.path.get_ident().is_some() => Ok(quote!(#path)),
+            other => Err(syn::Error::new(
+                other.span(),
+                format!("`{function}`'s first argument is a shared array variable: `&tile`"),
+            )),
+        }
+    }
+
+    /// `copy_line_async::<N>(&mut tile, shared_line, x, line, valid)`.
+    fn copy_line_async(
+        &self,
+        call: &syn::ExprCall,
+        arguments: &syn::PathArguments,
+    ) -> syn::Result<TokenStream> {
+        let m = self.module();
+        let span = call.span();
+        let width = match arguments {
+            syn::PathArguments::AngleBracketed(generics) if generics.args.len() == 1 => {
+                match &generics.args[0] {
+                    syn::GenericArgument::Const(expr) => quote!(#expr),
+                    syn::GenericArgument::Type(ty) => quote!(#ty),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "a copy's width is a literal or a constant: \
+                             `copy_line_async::<8>(&mut tile, i, x, j, valid)`",
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    span,
+                    "name the line's width: `copy_line_async::<8>(&mut tile, i, x, j, valid)` \
+                     (1, 2, 4, 8 or 16 elements)",
+                ));
+            }
+        };
+        let tile = self.shared_argument(&call.args[0], "copy_line_async")?;
+        let shared_line = self.expr(&call.args[1])?;
+        let array = self.array_place(&call.args[2])?;
+        let line = self.expr(&call.args[3])?;
+        let valid = self.expr(&call.args[4])?;
+        Ok(match self.mode {
+            Mode::Native => quote_spanned!(span=>
+                #m::copy_line_async::<_, _, { #width }>(&#tile, #shared_line, &#array, #line, #valid)),
+            Mode::Expand => quote_spanned!(span=>
+                #m::copy_line_async(&#tile, #shared_line, &#array, #line, #valid, (#width) as u32)),
         })
     }
 

@@ -16,6 +16,7 @@ pub(crate) mod cuda_type;
 mod generate;
 mod line;
 mod mma;
+mod pipeline;
 
 pub use generate::{GenerateError, generate};
 

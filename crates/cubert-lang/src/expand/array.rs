@@ -119,7 +119,7 @@ impl<T: Scalar> LocalArrayVal<T> {
     }
 
     /// A new local array of `len` elements, left as the next instruction writes it.
-    fn uninitialized(len: u32) -> Self {
+    pub(crate) fn uninitialized(len: u32) -> Self {
         Self {
             var: new_var(Type::LocalArray(T::ELEM, len), None),
             len,

@@ -3,7 +3,9 @@
 use super::array::{ArrayVal, Indexable, LocalArrayVal};
 use super::builder::{error, new_var, push};
 use super::val::Val;
-use crate::ir::{AtomicOp, AtomicTarget, Instruction, Operation, PlaneOp, Type, Value, VarId};
+use crate::ir::{
+    AtomicOp, AtomicTarget, Instruction, MmaOperand, Operation, PlaneOp, Type, Value, VarId,
+};
 use crate::native::AtomicScalar;
 use crate::scalar::{MmaInput, Numeric, Scalar};
 use std::marker::PhantomData;
@@ -24,6 +26,11 @@ impl<T> Clone for SharedArrayVal<T> {
 impl<T> Copy for SharedArrayVal<T> {}
 
 impl<T: Scalar> SharedArrayVal<T> {
+    /// The array's variable.
+    pub(crate) fn var(&self) -> VarId {
+        self.var
+    }
+
     fn operand(&self) -> Value {
         Value::Var(self.var, Type::SharedArray(T::ELEM, self.len))
     }
@@ -218,4 +225,43 @@ pub fn plane_mma<T: MmaInput>(acc: &LocalArrayVal<f32>, a: LocalArrayVal<T>, b: 
         return;
     }
     push(Instruction::PlaneMma { acc, a, b });
+}
+
+/// `plane_load_a(&tile, start, stride)`: the unit's fragment (8 elements) of the 16 × 16
+/// `A` operand whose element `(r, c)` is `tile[start + r * stride + c]`
+/// ([`Instruction::PlaneLoadFragment`]).
+pub fn plane_load_a<T: MmaInput>(
+    shared: &SharedArrayVal<T>,
+    start: Val<u32>,
+    stride: Val<u32>,
+) -> LocalArrayVal<T> {
+    load_fragment(MmaOperand::A, shared, start, stride)
+}
+
+/// `plane_load_b(&tile, start, stride)`: the unit's fragment (4 elements) of the 16 × 8
+/// `B` operand whose element `(k, n)` is `tile[start + k * stride + n]`
+/// ([`Instruction::PlaneLoadFragment`]).
+pub fn plane_load_b<T: MmaInput>(
+    shared: &SharedArrayVal<T>,
+    start: Val<u32>,
+    stride: Val<u32>,
+) -> LocalArrayVal<T> {
+    load_fragment(MmaOperand::B, shared, start, stride)
+}
+
+fn load_fragment<T: MmaInput>(
+    operand: MmaOperand,
+    shared: &SharedArrayVal<T>,
+    start: Val<u32>,
+    stride: Val<u32>,
+) -> LocalArrayVal<T> {
+    let out = LocalArrayVal::<T>::uninitialized(operand.fragment_len());
+    push(Instruction::PlaneLoadFragment {
+        out: out.var_and_len().0,
+        operand,
+        shared: shared.var(),
+        start: start.value(),
+        stride: stride.value(),
+    });
+    out
 }

@@ -15,6 +15,7 @@ pub mod builder;
 mod control;
 mod cooperative;
 mod ops;
+mod pipeline;
 mod tensor;
 mod val;
 
@@ -23,5 +24,6 @@ pub use builder::{ExpandError, record};
 pub use control::*;
 pub use cooperative::*;
 pub use ops::*;
+pub use pipeline::{commit_async_copies, copy_line_async, wait_async_copies};
 pub use tensor::{TensorVal, rank, shape, stride};
 pub use val::Val;

@@ -4,6 +4,7 @@
 use super::array::{Indexable, LocalArrayVal};
 use super::builder::{compute, new_var, push};
 use super::val::Val;
+use crate::elem::ElemType;
 use crate::ir::{BinaryOp, Builtin, Instruction, Operation, Type, UnaryOp, Value};
 use crate::native::{Bits, Not};
 use crate::scalar::{Int, Numeric, Scalar};
@@ -21,12 +22,41 @@ macro_rules! arithmetic {
     )*};
 }
 
+/// `op(a, b)` computed now when both are integer constants (with the language's integer
+/// arithmetic: the native path's), so that a loop bound made of compile-time values is a
+/// constant in the IR, which generators unroll; `None` otherwise.
+fn fold<T: Numeric>(a: Val<T>, b: Val<T>, op: fn(T, T) -> T) -> Option<Val<T>> {
+    match (a.value(), b.value()) {
+        (Value::Const(x), Value::Const(y)) if !T::ELEM.is_float() && T::ELEM != ElemType::Bool => {
+            Some(Val::constant(op(
+                T::from_bits(x.bits),
+                T::from_bits(y.bits),
+            )))
+        }
+        _ => None,
+    }
+}
+
+macro_rules! integer_folding {
+    ($($name:ident => $op:ident;)*) => {$(
+        #[doc = concat!(
+            "Records `", stringify!($name), "(a, b)`; two integer constants give a constant."
+        )]
+        pub fn $name<T: Numeric>(a: Val<T>, b: Val<T>) -> Val<T> {
+            fold(a, b, T::$name).unwrap_or_else(|| binary(BinaryOp::$op, a, b))
+        }
+    )*};
+}
+
+integer_folding! {
+    add => Add;
+    sub => Sub;
+    mul => Mul;
+    div => Div;
+    rem => Rem;
+}
+
 arithmetic! {
-    add => Add, Numeric;
-    sub => Sub, Numeric;
-    mul => Mul, Numeric;
-    div => Div, Numeric;
-    rem => Rem, Numeric;
     bitand => BitAnd, Bits;
     bitor => BitOr, Bits;
     bitxor => BitXor, Bits;

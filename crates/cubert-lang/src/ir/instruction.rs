@@ -121,4 +121,79 @@ pub enum Instruction {
         /// The unit's fragment of `B`: a local array of 4 of `A`'s element type.
         b: VarId,
     },
+    /// The plane loads its fragments of one `plane_mma` operand from a shared array
+    /// (`ldmatrix` on CUDA): the operand's element `(r, c)` is element `start + r * stride
+    /// + c` of `shared`, and each unit gets its fragment of it ([`MmaOperand`] says which
+    /// operand, hence the shape and the fragment's length). A plane operation: every unit
+    /// of the plane runs it with the same `start` and `stride`.
+    PlaneLoadFragment {
+        /// The local array written: 8 elements for `A`, 4 for `B`.
+        out: VarId,
+        /// Which operand the fragment belongs to.
+        operand: MmaOperand,
+        /// The shared array read.
+        shared: VarId,
+        /// Element of `shared` at the operand's row 0, column 0 (`u32`).
+        start: Value,
+        /// Elements of `shared` from one row of the operand to the next (`u32`).
+        stride: Value,
+    },
+    /// Starts copying line `line` of array parameter `array` (elements `line * width ..`)
+    /// to line `shared_line` of the shared array `shared`, asynchronously (`cp.async` on
+    /// CUDA); when `valid` is false the shared line is filled with zeros and the array is
+    /// not read. The copy belongs to the unit's next group
+    /// ([`Instruction::CommitAsyncCopies`]); its shared elements hold their new values for
+    /// the unit once [`Instruction::WaitAsyncCopies`] has waited for that group, and for
+    /// the other units of the cube after a `sync_cube` that follows that wait.
+    CopyLineAsync {
+        /// The shared array written.
+        shared: VarId,
+        /// The line of it written (`u32`).
+        shared_line: Value,
+        /// The array parameter's buffer slot.
+        array: u32,
+        /// The line of it read (`u32`).
+        line: Value,
+        /// Elements per line: 1, 2, 4, 8 or 16.
+        width: u32,
+        /// Whether to copy (`bool`); zeros when not.
+        valid: Value,
+    },
+    /// Closes the unit's current group of asynchronous copies: the copies started since
+    /// the last commit form one group, which a later wait can name.
+    CommitAsyncCopies,
+    /// Waits until at most `pending` of the unit's committed groups of asynchronous copies
+    /// are still in flight (the most recent ones); `0` waits for all.
+    WaitAsyncCopies {
+        /// Groups that may still be in flight.
+        pending: u32,
+    },
+}
+
+/// Which operand of `plane_mma` a fragment load fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MmaOperand {
+    /// `A`: 16 rows × 16 columns (row-major in shared memory), 8 elements per unit.
+    A,
+    /// `B`: 16 rows (`k`) × 8 columns (`n`) (row-major in shared memory: a row of `B` is
+    /// 8 consecutive elements), 4 elements per unit.
+    B,
+}
+
+impl MmaOperand {
+    /// Rows and columns of the operand.
+    pub const fn shape(self) -> (u32, u32) {
+        match self {
+            Self::A => (16, 16),
+            Self::B => (16, 8),
+        }
+    }
+
+    /// Elements of one unit's fragment.
+    pub const fn fragment_len(self) -> u32 {
+        match self {
+            Self::A => 8,
+            Self::B => 4,
+        }
+    }
 }

@@ -11,7 +11,7 @@ mod instruction;
 mod operation;
 mod value;
 
-pub use instruction::{Block, Instruction};
+pub use instruction::{Block, Instruction, MmaOperand};
 pub use operation::{
     AtomicOp, AtomicTarget, BinaryOp, Builtin, MathOp, Operation, PlaneOp, TensorField, UnaryOp,
 };
@@ -127,7 +127,9 @@ fn block_cooperates(block: &Block) -> bool {
         .instructions
         .iter()
         .any(|instruction| match instruction {
-            Instruction::SyncCube | Instruction::PlaneMma { .. } => true,
+            Instruction::SyncCube
+            | Instruction::PlaneMma { .. }
+            | Instruction::PlaneLoadFragment { .. } => true,
             Instruction::Assign {
                 op: Operation::Plane(..) | Operation::PlaneShuffle { .. },
                 ..

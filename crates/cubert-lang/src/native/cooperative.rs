@@ -26,6 +26,7 @@
 //! read after another unit's write, in the same epoch is reported with the unit ids and the
 //! kernel's source line. Atomics are exempt (they are the way to share without a barrier).
 
+use super::Indexable;
 use super::array::{AccessMonitor, Args};
 use super::unit::Unit;
 use crate::scalar::Scalar;
@@ -571,4 +572,49 @@ pub fn plane_mma<T: crate::scalar::MmaInput>(
             sum + matrix_a[row][k] * matrix_b[k][column]
         });
     }
+}
+
+/// `plane_load_a(&tile, start, stride)`: the unit's fragment of the 16 × 16 `A` operand
+/// whose element `(r, c)` is `tile[start + r * stride + c]`, in [`mma_layout::a`]'s order.
+/// Each element is read as `tile[i]` reads it (out of bounds: zero, reported).
+#[track_caller]
+pub fn plane_load_a<T: crate::scalar::MmaInput>(
+    unit: &Unit,
+    tile: &SharedMemory<'_, T>,
+    start: u32,
+    stride: u32,
+) -> [T; 8] {
+    let lane = unit.unit_pos_plane();
+    let mut fragment = [T::default(); 8];
+    for (i, element) in (0u32..).zip(fragment.iter_mut()) {
+        let (row, column) = mma_layout::a(lane, i);
+        *element = tile.load(fragment_index(start, stride, row, column));
+    }
+    fragment
+}
+
+/// `plane_load_b(&tile, start, stride)`: the unit's fragment of the 16 × 8 `B` operand
+/// whose element `(k, n)` is `tile[start + k * stride + n]`, in [`mma_layout::b`]'s order.
+#[track_caller]
+pub fn plane_load_b<T: crate::scalar::MmaInput>(
+    unit: &Unit,
+    tile: &SharedMemory<'_, T>,
+    start: u32,
+    stride: u32,
+) -> [T; 4] {
+    let lane = unit.unit_pos_plane();
+    let mut fragment = [T::default(); 4];
+    for (i, element) in (0u32..).zip(fragment.iter_mut()) {
+        let (row, column) = mma_layout::b(lane, i);
+        *element = tile.load(fragment_index(start, stride, row, column));
+    }
+    fragment
+}
+
+/// `start + row * stride + column`, saturating: an index past `u32::MAX` is out of bounds
+/// of every shared array, and reported as such.
+fn fragment_index(start: u32, stride: u32, row: u32, column: u32) -> u32 {
+    start
+        .saturating_add(row.saturating_mul(stride))
+        .saturating_add(column)
 }

@@ -15,6 +15,7 @@ mod cooperative;
 mod exclusive;
 mod line;
 mod ops;
+mod pipeline;
 mod plain_reads;
 mod tensor;
 mod unit;
@@ -22,14 +23,16 @@ mod unit;
 pub use array::{AccessMonitor, Args, Array, Indexable, RawArray};
 pub use atomic::*;
 pub use cooperative::{
-    PLANE_DIM, SharedMemory, mma_layout, plane_all, plane_any, plane_broadcast, plane_max,
-    plane_min, plane_mma, plane_shuffle, plane_sum, run_cube_cooperative, shared_array, sync_cube,
+    PLANE_DIM, SharedMemory, mma_layout, plane_all, plane_any, plane_broadcast, plane_load_a,
+    plane_load_b, plane_max, plane_min, plane_mma, plane_shuffle, plane_sum, run_cube_cooperative,
+    shared_array, sync_cube,
 };
 pub use exclusive::{
     ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, GatheredArray, exclusive_cubes,
 };
 pub use line::{load_line, store_line};
 pub use ops::*;
+pub use pipeline::{commit_async_copies, copy_line_async, wait_async_copies};
 pub use plain_reads::plain_reads_allowed;
 pub use tensor::{Tensor, rank, shape, stride};
 pub use unit::{Unit, run_cube, run_cube_by_unit};

@@ -68,8 +68,8 @@ pub(super) fn definitions() -> Vec<KernelDefinition> {
     vec![
         mma_tiles::definition::<bf16>(4),
         mma_tiles::definition::<f16>(1),
-        matmul_plane_mma::definition::<bf16>(),
-        matmul_plane_mma::definition::<f16>(),
+        matmul_plane_mma::definition::<bf16>(128, 128, 2, 4, 3),
+        matmul_plane_mma::definition::<f16>(64, 64, 2, 2, 4),
     ]
 }
 
@@ -195,53 +195,104 @@ pub fn plane_mma_of_random_bf16_is_within_rounding<B: TestBackend>() {
 
 /// The tensor-core matmul written on `plane_mma`
 /// (`kernel::standard::matmul_mma::matmul_plane_mma`) equals the host's product bit for bit
-/// on integer inputs, for a shape of whole tiles (lines of 8) and one with partial tiles
-/// and `k` not a multiple of 8 (element loads, zeros past the edges, no store outside).
+/// on integer inputs, with every tiling a GPU tries: a shape of whole tiles (lines of 8),
+/// one with partial tiles and `k` not a multiple of 8 (element copies, zeros past the
+/// edges, no store outside), one with more pipeline steps than stages, and (smallest
+/// tiling) more tile rows than a group of the cubes' order. Two more tilings small
+/// enough for every backend's shared memory cover two stages and a plane of 32 × 64; a
+/// tiling past the device's shared memory is refused with a resource error.
 pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
-    use cubert_runtime::kernel::standard::matmul_mma::{TILE, UNITS, matmul_plane_mma};
+    use cubert_runtime::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_plane_mma};
+    use cubert_runtime::{LaunchError, ResourceLimitError};
     let client = client::<B>();
-    for (m, k, n) in [(128usize, 64usize, 64usize), (80, 36, 72)] {
-        let value = |i: usize| ((i * 29 + 3) % 7) as f32 - 3.0;
-        let lhs: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32(value(i))).collect();
-        let rhs: Vec<bf16> = (0..k * n).map(|i| bf16::from_f32(value(i + 5))).collect();
-        let a = upload_scalars::<B, bf16>(&client, &lhs);
-        let b = upload_scalars::<B, bf16>(&client, &rhs);
-        // One row more than the product: nothing may be stored past `m × n`.
-        let sentinel = bf16::from_f32(-77.0);
-        let out = upload_scalars::<B, bf16>(&client, &vec![sentinel; (m + 1) * n]);
-        let launched = matmul_plane_mma::launch::<bf16, B::R>(
-            &client,
-            CubeCount::Static((n as u32).div_ceil(TILE), (m as u32).div_ceil(TILE), 1),
-            CubeDim::new_1d(UNITS),
-            &a,
-            &b,
-            &out,
-            m as u32,
-            k as u32,
-            n as u32,
-        );
-        if !client.features().plane_mma {
-            assert_refused_as_unsupported::<B>(&client, launched, "the tensor-core matmul");
-            return;
+    let extra = [
+        MmaTiling {
+            tile_m: 64,
+            tile_n: 64,
+            planes_m: 2,
+            planes_n: 2,
+            stages: 2,
+        },
+        MmaTiling {
+            tile_m: 128,
+            tile_n: 64,
+            planes_m: 4,
+            planes_n: 1,
+            stages: 3,
+        },
+    ];
+    let shared_max = client.properties().hardware.max_shared_memory_size;
+    for tiling in MMA_TILINGS.into_iter().chain(extra) {
+        assert!(tiling.is_valid(), "{}", tiling.name());
+        let fits = tiling.shared_bytes() as usize <= shared_max;
+        let mut shapes = vec![(128usize, 64usize, 64usize), (80, 36, 72), (200, 168, 136)];
+        if tiling.tile_m == 64 && tiling.tile_n == 64 {
+            shapes.push((600, 40, 72));
         }
-        launched.unwrap();
-        let got = read_scalars::<B, bf16>(&client, &out);
-        for i in 0..m {
-            for j in 0..n {
-                let want: f32 = (0..k).fold(0.0, |sum, p| {
-                    sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
-                });
-                assert_eq!(
-                    got[i * n + j].to_bits(),
-                    bf16::from_f32(want).to_bits(),
-                    "({m}, {k}, {n}): out[{i}][{j}] = {} != {want}",
-                    got[i * n + j]
-                );
+        for (m, k, n) in shapes {
+            let value = |i: usize| ((i * 29 + 3) % 7) as f32 - 3.0;
+            let lhs: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32(value(i))).collect();
+            let rhs: Vec<bf16> = (0..k * n).map(|i| bf16::from_f32(value(i + 5))).collect();
+            let a = upload_scalars::<B, bf16>(&client, &lhs);
+            let b = upload_scalars::<B, bf16>(&client, &rhs);
+            // One row more than the product: nothing may be stored past `m × n`.
+            let sentinel = bf16::from_f32(-77.0);
+            let out = upload_scalars::<B, bf16>(&client, &vec![sentinel; (m + 1) * n]);
+            let launched = matmul_plane_mma::launch::<bf16, B::R>(
+                &client,
+                tiling.cube_count(m as u32, n as u32),
+                CubeDim::new_1d(tiling.units()),
+                &a,
+                &b,
+                &out,
+                m as u32,
+                k as u32,
+                n as u32,
+                tiling.tile_m,
+                tiling.tile_n,
+                tiling.planes_m,
+                tiling.planes_n,
+                tiling.stages,
+            );
+            if !client.features().plane_mma {
+                assert_refused_as_unsupported::<B>(&client, launched, "the tensor-core matmul");
+                return;
             }
+            if !fits {
+                assert!(
+                    matches!(
+                        launched,
+                        Err(LaunchError::TooManyResources(
+                            ResourceLimitError::SharedMemory { .. }
+                        ))
+                    ),
+                    "{} needs {} bytes of shared memory, the device has {shared_max}: {launched:?}",
+                    tiling.name(),
+                    tiling.shared_bytes()
+                );
+                break;
+            }
+            launched.unwrap();
+            let got = read_scalars::<B, bf16>(&client, &out);
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f32 = (0..k).fold(0.0, |sum, p| {
+                        sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
+                    });
+                    assert_eq!(
+                        got[i * n + j].to_bits(),
+                        bf16::from_f32(want).to_bits(),
+                        "{} ({m}, {k}, {n}): out[{i}][{j}] = {} != {want}",
+                        tiling.name(),
+                        got[i * n + j]
+                    );
+                }
+            }
+            assert!(
+                got[m * n..].iter().all(|v| *v == sentinel),
+                "{}: stored past the product",
+                tiling.name()
+            );
         }
-        assert!(
-            got[m * n..].iter().all(|v| *v == sentinel),
-            "stored past the product"
-        );
     }
 }

@@ -7,12 +7,12 @@ use super::memory::{self, ArrayParam};
 use super::shared;
 use super::wgsl_type::{
     constant, from_unsigned, is_int, is_signed_int, normalize, register, to_unsigned,
-    unsigned_register, unsupported,
+    unsigned_register, unsupported, zero,
 };
 use super::{WgslTarget, arith, cast, plane, tensor};
 use cubert_lang::ElemType;
 use cubert_lang::ir::{
-    AtomicTarget, Block, Builtin, Instruction, Kernel, Operation, TensorField, Type, Value,
+    AtomicTarget, Block, Builtin, Instruction, Kernel, Operation, TensorField, Type, Value, VarId,
 };
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -170,6 +170,16 @@ impl Scan {
                 }
                 Instruction::LoadLine { index, .. } | Instruction::StoreLine { index, .. } => {
                     elems.insert(index.elem());
+                }
+                Instruction::CopyLineAsync {
+                    shared_line,
+                    line,
+                    valid,
+                    ..
+                } => {
+                    for value in [shared_line, line, valid] {
+                        elems.insert(value.elem());
+                    }
                 }
                 Instruction::If {
                     cond,
@@ -475,6 +485,22 @@ impl Printer<'_> {
                 }
                 self.line("workgroupBarrier();");
             }
+            Instruction::CopyLineAsync {
+                shared,
+                shared_line,
+                array,
+                line,
+                width,
+                valid,
+            } => self.copy_line(*shared, *shared_line, *array, *line, *width, *valid)?,
+            // Copies land at once here (`copy_line`), so there is nothing to wait for.
+            Instruction::CommitAsyncCopies | Instruction::WaitAsyncCopies { .. } => {}
+            Instruction::PlaneLoadFragment { .. } => {
+                return Err(GenerateError::unsupported(
+                    "plane_load_a/plane_load_b: fragments feed plane_mma, which WGSL lacks; \
+                     this backend's `Features::plane_mma` is false",
+                ));
+            }
             Instruction::PlaneMma { .. } => {
                 // WGSL has no tensor-core operation (`Features::plane_mma` is false here).
                 return Err(GenerateError::unsupported(
@@ -484,6 +510,61 @@ impl Printer<'_> {
             }
             other => return fail(format!("unsupported instruction {other:?}")),
         }
+        Ok(())
+    }
+
+    /// An asynchronous copy, made synchronously (WGSL has no asynchronous copy; the
+    /// language lets a copy land any time before its wait): each element of line `line`
+    /// of `array` is loaded and stored to line `shared_line` of `shared`, through the
+    /// checked accesses; zeros, without reading `array`, when `valid` is false.
+    fn copy_line(
+        &mut self,
+        shared: VarId,
+        shared_line: Value,
+        array: u32,
+        line: Value,
+        width: u32,
+        valid: Value,
+    ) -> Result<(), GenerateError> {
+        let param = self.array(array)?;
+        let Some(Type::SharedArray(elem, len)) = self.kernel.local_type(shared) else {
+            return fail(format!(
+                "an asynchronous copy into {shared}, not a shared array"
+            ));
+        };
+        if elem != param.elem {
+            return fail(format!(
+                "an asynchronous copy of {} into a shared array of {elem}",
+                param.elem
+            ));
+        }
+        let load = memory::load(&mut self.helpers, self.target.checked, array, &param);
+        let atomic = self.atomic_shared.contains(&shared.index());
+        let store = shared::shared_store(
+            &mut self.helpers,
+            self.target.checked,
+            shared,
+            elem,
+            len,
+            atomic,
+        );
+        let element = memory::line_element(&mut self.helpers);
+        let (shared_line, line, valid) =
+            (self.value(shared_line), self.value(line), self.value(valid));
+        let zero = zero(elem);
+        self.line(&format!("if ({valid}) {{"));
+        for k in 0..width {
+            self.line(&format!(
+                "    {store}({element}({shared_line}, {width}u, {k}u), {load}({element}({line}, {width}u, {k}u)));"
+            ));
+        }
+        self.line("} else {");
+        for k in 0..width {
+            self.line(&format!(
+                "    {store}({element}({shared_line}, {width}u, {k}u), {zero});"
+            ));
+        }
+        self.line("}");
         Ok(())
     }
 

@@ -3,28 +3,158 @@
 //! or `f16` in and out, summed in `f32` (what cuBLAS's `cublasGemmEx` with f32 compute
 //! does).
 //!
-//! Each cube of 128 units (four planes) computes a 64 × 64 tile of `out`: per step of 32
-//! along `k`, the cube copies a 64 × 32 tile of `lhs` and a 32 × 64 tile of `rhs` into
-//! shared memory (rows padded by 8 elements so that the planes' fragment reads hit
-//! distinct banks; lines of 8 elements where `k` and `n` allow, zeros past the matrices'
-//! ends), then each plane multiplies its 32 × 32 quarter: two 16-row by four 8-column
-//! `plane_mma` tiles per 16 of `k`, its accumulators in registers. Every shape works: tiles
-//! past the edges load zeros and store nothing.
+//! How it works (the tiling is a [`MmaTiling`], chosen at compile time):
 //!
-//! It is the first step of issue 16: no asynchronous copies yet (each step loads, waits,
-//! multiplies), no tuning of the tile. `cubert bench --only mma` measures it next to cuBLAS.
+//! - Each cube computes a `tile_m × tile_n` tile of `out` with `planes_m × planes_n`
+//!   planes; each plane owns a `tile_m / planes_m × tile_n / planes_n` part of it, as
+//!   16 × 8 `plane_mma` tiles whose `f32` accumulators stay in registers.
+//! - The operands go through shared memory [`DEPTH`] columns of `lhs` and rows of `rhs`
+//!   at a time, in `stages` buffers: while the cube multiplies one step, the asynchronous
+//!   copies (`copy_line_async`, `cp.async` on CUDA) of the next `stages - 1` steps are in
+//!   flight. Each unit copies lines of 8 elements (16 bytes); a line past the matrices'
+//!   edges is filled with zeros. Where `k` or `n` isn't a multiple of 8 a line of the
+//!   matrix isn't a line of the buffer, and the copies go element by element.
+//! - Rows in shared memory are padded by 8 elements, so that the eight 16-byte rows that
+//!   one `ldmatrix` phase reads fall in distinct banks; the planes read their fragments
+//!   with `plane_load_a` / `plane_load_b` (`ldmatrix` on CUDA).
+//! - Cubes go through the tiles of `out` in groups of [`GROUP_M`] tile rows (the grid's
+//!   linear order walks down a group's rows before moving right), so that the cubes
+//!   running together share operand tiles in the L2 cache.
+//!
+//! Every shape works: tiles past the edges load zeros and store nothing. Sums are in `f32`
+//! in the tensor cores' order; on integer inputs whose sums are exact the result is the
+//! exact product on every backend (the CPU emulates `plane_mma` exactly).
 
 use crate::lang::prelude::*;
 
-/// Rows and columns of a cube's tile of `out`.
-pub const TILE: u32 = 64;
+/// Columns of `lhs` (rows of `rhs`) per pipeline step.
+pub const DEPTH: u32 = 32;
 
-/// Units per cube (four planes, 2 × 2 over the tile).
-pub const UNITS: u32 = 128;
+/// Tile rows per group of the cubes' order (see the module docs).
+pub const GROUP_M: u32 = 8;
 
-/// `out = lhs × rhs` (see the module docs); launch with cubes of [`UNITS`] units, a grid
-/// of `⌈n / 64⌉ × ⌈m / 64⌉` cubes.
+/// Elements of padding at the end of each row of an operand tile in shared memory.
+pub const PAD: u32 = 8;
+
+/// The most `f32` accumulators a unit can hold: a plane's part of the tile is at most
+/// 64 × 64 (4 × 8 `plane_mma` tiles of 4 per unit).
+const MAX_ACCUMULATORS: u32 = 128;
+
+/// How [`matmul_plane_mma`] tiles the product: its compile-time values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MmaTiling {
+    /// Rows of `out` per cube.
+    pub tile_m: u32,
+    /// Columns of `out` per cube.
+    pub tile_n: u32,
+    /// Planes along the rows.
+    pub planes_m: u32,
+    /// Planes along the columns.
+    pub planes_n: u32,
+    /// Shared-memory buffers of the pipeline (at least 2).
+    pub stages: u32,
+}
+
+impl MmaTiling {
+    /// Units per cube: 32 per plane.
+    pub const fn units(&self) -> u32 {
+        32 * self.planes_m * self.planes_n
+    }
+
+    /// The cube grid for an `m × n` product: one cube per tile of `out`.
+    pub fn cube_count(&self, m: u32, n: u32) -> crate::CubeCount {
+        crate::CubeCount::Static(n.div_ceil(self.tile_n), m.div_ceil(self.tile_m), 1)
+    }
+
+    /// Shared memory a cube uses, in bytes (for 2-byte elements).
+    pub const fn shared_bytes(&self) -> u32 {
+        2 * self.stages * (self.tile_m * (DEPTH + PAD) + DEPTH * (self.tile_n + PAD))
+    }
+
+    /// Whether the kernel supports this tiling: each plane's part is whole 16 × 8 tiles
+    /// and at most 64 × 64, the copies divide evenly among the units, and there are at
+    /// least two stages.
+    pub const fn is_valid(&self) -> bool {
+        if self.planes_m == 0 || self.planes_n == 0 || self.stages < 2 {
+            return false;
+        }
+        let plane_m = self.tile_m / self.planes_m;
+        let plane_n = self.tile_n / self.planes_n;
+        self.tile_m % self.planes_m == 0
+            && self.tile_n % self.planes_n == 0
+            && plane_m % 16 == 0
+            && plane_n % 8 == 0
+            && plane_m > 0
+            && plane_n > 0
+            && (plane_m / 16) * (plane_n / 8) * 4 <= MAX_ACCUMULATORS
+            && plane_n / 8 <= 8
+            && (self.tile_m * DEPTH / 8) % self.units() == 0
+            && (self.tile_n * DEPTH / 8) % self.units() == 0
+    }
+
+    /// A short name: `t128x128p2x4s3`.
+    pub fn name(&self) -> String {
+        format!(
+            "t{}x{}p{}x{}s{}",
+            self.tile_m, self.tile_n, self.planes_m, self.planes_n, self.stages
+        )
+    }
+}
+
+/// The tilings a GPU tries, the default first: 128 × 128 tiles of eight planes (64 × 32
+/// each) with three and four stages, 128 × 256 of eight planes (64 × 64), 64 × 128 and
+/// 64 × 64 for products with few tiles.
+pub const MMA_TILINGS: [MmaTiling; 6] = [
+    MmaTiling {
+        tile_m: 128,
+        tile_n: 128,
+        planes_m: 2,
+        planes_n: 4,
+        stages: 3,
+    },
+    MmaTiling {
+        tile_m: 128,
+        tile_n: 128,
+        planes_m: 2,
+        planes_n: 4,
+        stages: 4,
+    },
+    MmaTiling {
+        tile_m: 128,
+        tile_n: 256,
+        planes_m: 2,
+        planes_n: 4,
+        stages: 3,
+    },
+    MmaTiling {
+        tile_m: 256,
+        tile_n: 128,
+        planes_m: 4,
+        planes_n: 2,
+        stages: 3,
+    },
+    MmaTiling {
+        tile_m: 64,
+        tile_n: 128,
+        planes_m: 2,
+        planes_n: 2,
+        stages: 4,
+    },
+    MmaTiling {
+        tile_m: 64,
+        tile_n: 64,
+        planes_m: 2,
+        planes_n: 2,
+        stages: 4,
+    },
+];
+
+/// `out = lhs × rhs` (see the module docs); launch with cubes of
+/// [`MmaTiling::units`] units and the grid of [`MmaTiling::cube_count`], passing the
+/// tiling's fields as the compile-time values. The tiling must be
+/// [`MmaTiling::is_valid`].
 #[cubert_macros::kernel(crate = crate)]
+#[allow(clippy::too_many_arguments)]
 pub fn matmul_plane_mma<T: MmaInput>(
     lhs: &Array<T>,
     rhs: &Array<T>,
@@ -32,101 +162,147 @@ pub fn matmul_plane_mma<T: MmaInput>(
     m: u32,
     k: u32,
     n: u32,
+    #[comptime] tile_m: u32,
+    #[comptime] tile_n: u32,
+    #[comptime] planes_m: u32,
+    #[comptime] planes_n: u32,
+    #[comptime] stages: u32,
 ) {
-    // Rows padded by 8 elements (see the module docs).
-    let mut a_tile = SharedMemory::<T>::new(64 * 40);
-    let mut b_tile = SharedMemory::<T>::new(32 * 72);
-    let row0 = CUBE_POS_Y * 64u32;
-    let col0 = CUBE_POS_X * 64u32;
+    let a_stride = DEPTH + PAD;
+    let b_stride = tile_n + PAD;
+    let mut a_tiles = SharedMemory::<T>::new(stages * tile_m * (DEPTH + PAD));
+    let mut b_tiles = SharedMemory::<T>::new(stages * DEPTH * (tile_n + PAD));
+    // The cube's tile of `out`, in groups of GROUP_M tile rows (see the module docs).
+    let grid_m = CUBE_COUNT_Y;
+    let grid_n = CUBE_COUNT_X;
+    let id = CUBE_POS_Y * grid_n + CUBE_POS_X;
+    let per_group = GROUP_M * grid_n;
+    let first_m = (id / per_group) * GROUP_M;
+    let group_m = (grid_m - first_m).min(GROUP_M);
+    let in_group = id % per_group;
+    let row0 = (first_m + in_group % group_m) * tile_m;
+    let col0 = (in_group / group_m) * tile_n;
+    // The plane's part of the tile.
     let plane = UNIT_POS / 32u32;
-    let plane_row = (plane / 2u32) * 32u32;
-    let plane_col = (plane % 2u32) * 32u32;
+    let plane_row = (plane / planes_n) * (tile_m / planes_m);
+    let plane_col = (plane % planes_n) * (tile_n / planes_n);
     let g = UNIT_POS_PLANE / 4u32;
     let t = UNIT_POS_PLANE % 4u32;
+    // Lines of 8 of the matrices are lines of 8 of the buffers.
     let lines = k % 8u32 == 0u32 && n % 8u32 == 0u32;
-    let mut acc = [0.0f32; 32];
-    for k0 in (0u32..k).step_by(32u32) {
-        // 256 lines of 8 elements of each operand, two per unit.
-        for half in 0..2u32 {
-            let line = UNIT_POS + half * 128u32;
-            // lhs: row `line / 4`, columns `(line % 4) * 8 ..` of the 64 × 32 tile.
-            let r = line / 4u32;
-            let c = (line % 4u32) * 8u32;
-            if lines && row0 + r < m && k0 + c < k {
-                let values = lhs.line::<8>(((row0 + r) * k + k0 + c) / 8u32);
-                for j in 0..8u32 {
-                    a_tile[r * 40u32 + c + j] = values[j];
-                }
-            } else {
-                for j in 0..8u32 {
-                    let mut value = T::new(0.0);
-                    if row0 + r < m && k0 + c + j < k {
-                        value = lhs[(row0 + r) * k + k0 + c + j];
+    let steps = (k + DEPTH - 1u32) / DEPTH;
+    let mut acc = [0.0f32; 128];
+    // Trip `it` starts the copies of step `it` and multiplies step `it - (stages - 1)`,
+    // whose copies, `stages - 1` groups back, have landed.
+    for it in 0u32..steps + stages - 1u32 {
+        // This unit's copies of the step to multiply have landed; after the barrier
+        // everyone's have, and every plane is done with the step before, whose buffer
+        // the copies below reuse.
+        wait_async_copies(stages - 2u32);
+        sync_cube();
+        if it < steps {
+            let a_first = (it % stages) * tile_m * (DEPTH + PAD);
+            let b_first = (it % stages) * DEPTH * (tile_n + PAD);
+            let k0 = it * DEPTH;
+            for i in 0..tile_m * DEPTH / 8u32 / (32u32 * planes_m * planes_n) {
+                let line = UNIT_POS + i * 32u32 * planes_m * planes_n;
+                let r = line / (DEPTH / 8u32);
+                let c = (line % (DEPTH / 8u32)) * 8u32;
+                let row = row0 + r;
+                let dst = (a_first + r * a_stride + c) / 8u32;
+                if lines {
+                    let valid = row < m && k0 + c < k;
+                    copy_line_async::<8>(&mut a_tiles, dst, lhs, (row * k + k0 + c) / 8u32, valid);
+                } else {
+                    for j in 0..8u32 {
+                        let valid = row < m && k0 + c + j < k;
+                        copy_line_async::<1>(
+                            &mut a_tiles,
+                            dst * 8u32 + j,
+                            lhs,
+                            row * k + k0 + c + j,
+                            valid,
+                        );
                     }
-                    a_tile[r * 40u32 + c + j] = value;
                 }
             }
-            // rhs: row `line / 8`, columns `(line % 8) * 8 ..` of the 32 × 64 tile.
-            let q = line / 8u32;
-            let d = (line % 8u32) * 8u32;
-            if lines && k0 + q < k && col0 + d < n {
-                let values = rhs.line::<8>(((k0 + q) * n + col0 + d) / 8u32);
-                for j in 0..8u32 {
-                    b_tile[q * 72u32 + d + j] = values[j];
-                }
-            } else {
-                for j in 0..8u32 {
-                    let mut value = T::new(0.0);
-                    if k0 + q < k && col0 + d + j < n {
-                        value = rhs[(k0 + q) * n + col0 + d + j];
+            for i in 0..tile_n * DEPTH / 8u32 / (32u32 * planes_m * planes_n) {
+                let line = UNIT_POS + i * 32u32 * planes_m * planes_n;
+                let q = line / (tile_n / 8u32);
+                let d = (line % (tile_n / 8u32)) * 8u32;
+                let col = col0 + d;
+                let dst = (b_first + q * b_stride + d) / 8u32;
+                if lines {
+                    let valid = k0 + q < k && col < n;
+                    copy_line_async::<8>(
+                        &mut b_tiles,
+                        dst,
+                        rhs,
+                        ((k0 + q) * n + col) / 8u32,
+                        valid,
+                    );
+                } else {
+                    for j in 0..8u32 {
+                        let valid = k0 + q < k && col + j < n;
+                        copy_line_async::<1>(
+                            &mut b_tiles,
+                            dst * 8u32 + j,
+                            rhs,
+                            (k0 + q) * n + col + j,
+                            valid,
+                        );
                     }
-                    b_tile[q * 72u32 + d + j] = value;
                 }
             }
         }
-        sync_cube();
-        for ks in 0..2u32 {
-            let kk = ks * 16u32 + 2u32 * t;
-            for mi in 0..2u32 {
-                let r = plane_row + mi * 16u32 + g;
-                let mut a = [T::new(0.0); 8];
-                a[0] = a_tile[r * 40u32 + kk];
-                a[1] = a_tile[r * 40u32 + kk + 1u32];
-                a[2] = a_tile[(r + 8u32) * 40u32 + kk];
-                a[3] = a_tile[(r + 8u32) * 40u32 + kk + 1u32];
-                a[4] = a_tile[r * 40u32 + kk + 8u32];
-                a[5] = a_tile[r * 40u32 + kk + 9u32];
-                a[6] = a_tile[(r + 8u32) * 40u32 + kk + 8u32];
-                a[7] = a_tile[(r + 8u32) * 40u32 + kk + 9u32];
-                for ni in 0..4u32 {
-                    let c = plane_col + ni * 8u32 + g;
+        commit_async_copies();
+        if it + 1u32 < stages {
+            continue;
+        }
+        let step = it + 1u32 - stages;
+        // Multiply the step's tiles: per 16 of `k`, the plane's B fragments, then per 16
+        // rows its A fragment times each of them.
+        let a_first = (step % stages) * tile_m * (DEPTH + PAD);
+        let b_first = (step % stages) * DEPTH * (tile_n + PAD);
+        for ks in 0..DEPTH / 16u32 {
+            let mut b_all = [T::new(0.0); 32];
+            for ni in 0..tile_n / planes_n / 8u32 {
+                let start = b_first + ks * 16u32 * b_stride + plane_col + ni * 8u32;
+                let b = plane_load_b(&b_tiles, start, b_stride);
+                for j in 0..4u32 {
+                    b_all[ni * 4u32 + j] = b[j];
+                }
+            }
+            for mi in 0..tile_m / planes_m / 16u32 {
+                let start = a_first + (plane_row + mi * 16u32) * a_stride + ks * 16u32;
+                let a = plane_load_a(&a_tiles, start, a_stride);
+                for ni in 0..tile_n / planes_n / 8u32 {
                     let mut b = [T::new(0.0); 4];
-                    b[0] = b_tile[kk * 72u32 + c];
-                    b[1] = b_tile[(kk + 1u32) * 72u32 + c];
-                    b[2] = b_tile[(kk + 8u32) * 72u32 + c];
-                    b[3] = b_tile[(kk + 9u32) * 72u32 + c];
-                    let base = (mi * 4u32 + ni) * 4u32;
-                    let mut c_frag = [0.0f32; 4];
-                    for i in 0..4u32 {
-                        c_frag[i] = acc[base + i];
+                    for j in 0..4u32 {
+                        b[j] = b_all[ni * 4u32 + j];
                     }
-                    plane_mma(&mut c_frag, a, b);
-                    for i in 0..4u32 {
-                        acc[base + i] = c_frag[i];
+                    let base = (mi * (tile_n / planes_n / 8u32) + ni) * 4u32;
+                    let mut c = [0.0f32; 4];
+                    for j in 0..4u32 {
+                        c[j] = acc[base + j];
+                    }
+                    plane_mma(&mut c, a, b);
+                    for j in 0..4u32 {
+                        acc[base + j] = c[j];
                     }
                 }
             }
         }
-        sync_cube();
     }
-    for mi in 0..2u32 {
-        for ni in 0..4u32 {
-            let base = (mi * 4u32 + ni) * 4u32;
-            for i in 0..4u32 {
-                let row = row0 + plane_row + mi * 16u32 + g + (i / 2u32) * 8u32;
-                let col = col0 + plane_col + ni * 8u32 + 2u32 * t + i % 2u32;
+    // No copy is in flight past the last step (the groups after it are empty).
+    for mi in 0..tile_m / planes_m / 16u32 {
+        for ni in 0..tile_n / planes_n / 8u32 {
+            let base = (mi * (tile_n / planes_n / 8u32) + ni) * 4u32;
+            for j in 0..4u32 {
+                let row = row0 + plane_row + mi * 16u32 + g + (j / 2u32) * 8u32;
+                let col = col0 + plane_col + ni * 8u32 + 2u32 * t + j % 2u32;
                 if row < m && col < n {
-                    out[row * n + col] = acc[base + i] as T;
+                    out[row * n + col] = acc[base + j] as T;
                 }
             }
         }
