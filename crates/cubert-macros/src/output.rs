@@ -134,6 +134,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let (launch_generics, _, _) = launch_generics.split_for_impl();
     let type_args = &signature.type_params;
     let turbofish = quote!(::<#(#type_args),*>);
+    let launch_turbofish = quote!(::<#(#type_args,)* __CubertRuntime>);
 
     // Parameter handling, in declaration order.
     let mut native_setup = TokenStream::new();
@@ -145,6 +146,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut comptime_params = Vec::new();
     let mut comptime_names = Vec::new();
     let mut launch_params = Vec::new();
+    let mut launch_names = Vec::new();
     let mut bindings = Vec::new();
     let mut scalars = Vec::new();
     let (mut slot, mut word, mut tensor) = (0usize, 0usize, 0usize);
@@ -210,6 +212,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     let #ident = #lang::expand::ArrayVal::<#elem>::param(#mutable);
                 });
                 launch_params.push(quote!(#ident: &#krate::Handle));
+                launch_names.push(quote!(#ident));
                 bindings.push(quote!(#ident.clone().binding()));
                 slot += 1;
             }
@@ -234,6 +237,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     let #ident = #lang::expand::TensorVal::<#elem>::param(#mutable);
                 });
                 launch_params.push(quote!(#ident: &#krate::TensorArg<'_>));
+                launch_names.push(quote!(#ident));
                 bindings.push(quote!(#ident.handle.clone().binding()));
                 tensor_args.push(ident.clone());
                 slot += 1;
@@ -259,6 +263,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     quote! { let #ident = #lang::expand::scalar_param::<#ty>(); }
                 });
                 launch_params.push(quote!(#ident: #ty));
+                launch_names.push(quote!(#ident));
                 scalars.push(quote!(<#ty as #lang::Scalar>::to_bits(#ident)));
                 word += 1;
             }
@@ -266,6 +271,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 comptime_params.push(quote!(#ident: #ty));
                 comptime_names.push(ident.clone());
                 launch_params.push(quote!(#ident: #ty));
+                launch_names.push(quote!(#ident));
             }
         }
     }
@@ -286,6 +292,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
          kernel's arguments in order (arrays as handles).\n\n# Errors\nA `LaunchError` naming \
          the kernel if the backend can't build it (its code generator rejects the IR, the \
          compile fails) or the launch is refused (cube dim, cube count, bindings)."
+    );
+    let launch_unchecked_doc = format!(
+        "Launches `{label}` as [`launch`] does, without bounds checks (unless \
+         `[compilation] bounds_check` asks for them): the fastest code, for callers that have \
+         checked the arguments.\n\n# Errors\nAs [`launch`].\n\n# Safety\nWith these \
+         arguments and this grid, every access the kernel makes (arrays, shared arrays, \
+         lines, fragments, copies) must be in bounds, and the kernel must terminate."
     );
     let marker = format_ident!("Kernel");
     // Kernels whose units touch only their own elements also get a body over plain
@@ -542,6 +555,34 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             ) -> ::core::result::Result<(), #krate::LaunchError>
             #where_clause
             {
+                launch_in_mode #launch_turbofish (client, cube_count, cube_dim, false, #(#launch_names),*)
+            }
+
+            #[doc = #launch_unchecked_doc]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn launch_unchecked #launch_generics (
+                client: &#krate::ComputeClient<__CubertRuntime>,
+                cube_count: #krate::CubeCount,
+                cube_dim: #krate::CubeDim,
+                #(#launch_params),*
+            ) -> ::core::result::Result<(), #krate::LaunchError>
+            #where_clause
+            {
+                launch_in_mode #launch_turbofish (client, cube_count, cube_dim, true, #(#launch_names),*)
+            }
+
+            /// `launch` (checked) or `launch_unchecked` (`unchecked`): private, so that only
+            /// `launch_unchecked`, whose caller takes on its safety contract, passes `true`.
+            #[allow(clippy::too_many_arguments)]
+            fn launch_in_mode #launch_generics (
+                client: &#krate::ComputeClient<__CubertRuntime>,
+                cube_count: #krate::CubeCount,
+                cube_dim: #krate::CubeDim,
+                unchecked: bool,
+                #(#launch_params),*
+            ) -> ::core::result::Result<(), #krate::LaunchError>
+            #where_clause
+            {
                 let key = #lang::KernelKey::new::<#marker #turbofish>(::std::vec![#(#comptime_bits),*]);
                 let mut arguments = #krate::KernelArguments::new()
                     #(.with_buffer(#bindings))*
@@ -549,13 +590,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 for word in #krate::TensorArg::metadata(#scalar_count, &[#(#tensor_args),*])? {
                     arguments = arguments.with_scalar(word);
                 }
-                client.launch_language(
-                    key,
-                    || definition #turbofish (#(#comptime_names),*),
-                    cube_dim,
-                    cube_count,
-                    arguments,
-                )
+                let definition = || definition #turbofish (#(#comptime_names),*);
+                if unchecked {
+                    // SAFETY: only `launch_unchecked` gets here, whose caller guarantees
+                    // that the kernel accesses nothing out of bounds and terminates.
+                    unsafe {
+                        client.launch_language_unchecked(key, definition, cube_dim, cube_count, arguments)
+                    }
+                } else {
+                    client.launch_language(key, definition, cube_dim, cube_count, arguments)
+                }
             }
         }
     })

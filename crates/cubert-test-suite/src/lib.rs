@@ -139,6 +139,7 @@ macro_rules! __for_each_suite_test {
                 plane_mma_of_f16_integers_is_exact,
                 plane_mma_of_random_bf16_is_within_rounding,
                 tensor_core_matmul_of_integers_is_exact,
+                tensor_core_matmul_refuses_bad_arguments,
                 generic_kernel_runs_for_every_numeric_element_type,
                 generic_float_kernel_runs_for_f16_bf16_f32_f64,
                 generic_copy_moves_every_scalar_type_unchanged,
@@ -382,6 +383,7 @@ macro_rules! __for_each_suite_test {
                 every_standard_variant_matches_the_reference,
                 variant_with_an_undersized_output_is_refused_at_the_call,
                 tuned_standard_ops_compute_the_reference,
+                tuned_tensor_core_matmul_computes_the_exact_product,
             }
             read_into {
                 read_into_fills_the_callers_buffer_after_queued_work,

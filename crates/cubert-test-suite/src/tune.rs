@@ -577,3 +577,69 @@ pub fn tuned_standard_ops_compute_the_reference<B: TestBackend>() {
         "{record:#?}"
     );
 }
+
+/// The tensor-core matmul through the tuner (`tune::tensor_cores`): with the check on,
+/// every tiling that fits the device runs on the tuning inputs and is compared with the
+/// default; the chosen one computes the exact product of integer inputs, and the same
+/// shape class is then answered from memory. Where the device has no tensor cores the
+/// call is `Unsupported`.
+pub fn tuned_tensor_core_matmul_computes_the_exact_product<B: TestBackend>() {
+    use cubert_runtime::LaunchError;
+    use cubert_runtime::lang::prelude::bf16;
+    use cubert_runtime::tune::tensor_cores;
+    let client = client::<B>();
+    let (m, k, n) = (96usize, 80usize, 72usize);
+    let value = |i: usize| bf16::from_f32(((i * 29 + 3) % 7) as f32 - 3.0);
+    let lhs: Vec<bf16> = (0..m * k).map(value).collect();
+    let rhs: Vec<bf16> = (0..k * n).map(|i| value(i + 5)).collect();
+    let a = upload::<B, _>(&client, &lhs);
+    let b = upload::<B, _>(&client, &rhs);
+    let out = upload::<B, _>(&client, &vec![bf16::from_f32(0.0); m * n]);
+    let problem = MatmulProblem {
+        lhs: a,
+        rhs: b,
+        out: out.clone(),
+        m,
+        k,
+        n,
+        elem: ElemType::BF16,
+    };
+    let tuner = Tuner::new(TuneSettings {
+        check: true,
+        samples: 2,
+        ..settings(AutotuneLevel::Full, None)
+    });
+    let result = tensor_cores::matmul_tuned(&tuner, &client, &problem);
+    if !client.features().plane_mma {
+        assert!(
+            matches!(
+                result,
+                Err(ServerError::Launch(LaunchError::Unsupported { .. }))
+            ),
+            "no tensor cores: {result:?}"
+        );
+        return;
+    }
+    result.unwrap();
+    let got = read_elems::<B, bf16>(&client, &out);
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..k).fold(0.0, |sum, p| {
+                sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
+            });
+            assert_eq!(
+                got[i * n + j].to_bits(),
+                bf16::from_f32(want).to_bits(),
+                "out[{i}][{j}]"
+            );
+        }
+    }
+    let set = tensor_cores::matmul_candidates(&client, ElemType::BF16).unwrap();
+    let choice = tuner.choose(&client, &set, &problem).unwrap();
+    assert_eq!(
+        choice.source,
+        Source::Memory,
+        "the shape class was tuned once"
+    );
+    assert_eq!(tuner.stats().tunes, 1);
+}

@@ -1,7 +1,8 @@
 //! The tensor-core matmul of the kernel language next to cuBLAS, in one run, on the shapes
 //! of issue 16 (`M×K×N`): 1024³, 2048³, 4096³, 8192×1024×4096 and the skinny
 //! 4096×4096×64. Per shape: `cubert_mma_bf16_<shape>_tflops` (`kernel::standard::
-//! matmul_mma`, the fastest of its tilings, [`MMA_TILINGS`], each checked first),
+//! matmul_mma::matmul_tensor_cores`: unchecked launches after checking the arguments; the
+//! fastest of its tilings, [`MMA_TILINGS`], each checked first),
 //! `cublas_bf16_<shape>_tflops` (`cublasGemmEx`, bf16 in and out, f32 compute, through the
 //! interop) and `cubert_mma_bf16_<shape>_vs_cublas` (their ratio; issue 16 asks ≥ 0.5 at
 //! 4096³). The note of cubert's figure lists every tiling's TFLOP/s.
@@ -19,9 +20,9 @@ use super::recorder::Recorder;
 use super::timing::{median, profiled_seconds};
 use crate::backend::CliRuntime;
 use crate::error::CliResult;
-use cubert::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_plane_mma};
+use cubert::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_tensor_cores};
 use cubert::lang::prelude::bf16;
-use cubert::{Bytes, ComputeClient, CubeDim};
+use cubert::{Bytes, ComputeClient, ElemType};
 
 /// The shapes measured, `(m, k, n)`.
 const SHAPES: [(usize, usize, usize); 5] = [
@@ -116,22 +117,7 @@ fn measure_shape<R: CliRuntime>(
     let ours = client.empty(m * n * 2)?;
     let reference = client.empty(m * n * 2)?;
     let launch = |tiling: &MmaTiling, out: &cubert::Handle| {
-        matmul_plane_mma::launch::<bf16, R>(
-            client,
-            tiling.cube_count(m as u32, n as u32),
-            CubeDim::new_1d(tiling.units()),
-            &a,
-            &b,
-            out,
-            m as u32,
-            k as u32,
-            n as u32,
-            tiling.tile_m,
-            tiling.tile_n,
-            tiling.planes_m,
-            tiling.planes_n,
-            tiling.stages,
-        )
+        matmul_tensor_cores(client, &a, &b, out, (m, k, n), ElemType::BF16, tiling)
     };
     let vendor_run = |out: &cubert::Handle| (vendor.run)(client, (&a, &b, out), (m, k, n));
     vendor_run(&reference)?;

@@ -5,7 +5,8 @@
 //!
 //! `plane_load_a`/`plane_load_b` read the fragments from a shared array with one `ldmatrix`
 //! (sm_75 and later) when the operand's rows are 16-byte aligned (`start` and `stride`
-//! multiples of 8 elements) and inside the array, and element by element otherwise, each
+//! multiples of 8 elements) and inside the array (in unchecked launches, which vouch for
+//! their accesses, only the alignment is tested), and element by element otherwise, each
 //! element checked as `tile[i]` is. Every unit of the warp takes the same path, since
 //! `start` and `stride` are the plane's (the language requires it).
 //!
@@ -64,6 +65,16 @@ __device__ __forceinline__ unsigned fragment_index(unsigned start, unsigned stri
     cubert::u64 i = (cubert::u64)start + (cubert::u64)row * stride + column;
     return i > 0xffffffffull ? 0xffffffffu : (unsigned)i;
 }
+// Whether 16 rows of `columns` elements from `start`, `stride` apart, lie inside an array of
+// `n`. Unchecked launches promise it (the caller vouches for every access), which leaves
+// only the alignment test, one the compiler usually decides from the index arithmetic.
+__device__ __forceinline__ bool fragment_in_bounds(unsigned start, unsigned stride, unsigned columns, unsigned n) {
+#if CUBERT_CHECKED
+    return (cubert::u64)start + 15ull * stride + columns <= n;
+#else
+    return true;
+#endif
+}
 template <typename T> __device__ __forceinline__ void unpack_pair(unsigned r, T& lo, T& hi) {
     lo.bits = (unsigned short)(r & 0xffffu);
     hi.bits = (unsigned short)(r >> 16);
@@ -78,7 +89,7 @@ __device__ __forceinline__ void load_fragment_a(const cubert::Args& args, const 
     // fragment after them folds away.
     unsigned r[4];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-    if (((start | stride) & 7u) == 0 && (cubert::u64)start + 15ull * stride + 16ull <= n) {
+    if (((start | stride) & 7u) == 0 && fragment_in_bounds(start, stride, 16u, n)) {
         unsigned m = lane / 8u, row = lane % 8u;
         const T* p = tile + start + (row + (m & 1u) * 8u) * stride + (m >> 1) * 8u;
         unsigned address = (unsigned)__cvta_generic_to_shared(p);
@@ -108,7 +119,7 @@ __device__ __forceinline__ void load_fragment_b(const cubert::Args& args, const 
     unsigned lane = lane_id();
     unsigned r[2];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-    if (((start | stride) & 7u) == 0 && (cubert::u64)start + 15ull * stride + 8ull <= n) {
+    if (((start | stride) & 7u) == 0 && fragment_in_bounds(start, stride, 8u, n)) {
         const T* p = tile + start + (lane % 16u) * stride;
         unsigned address = (unsigned)__cvta_generic_to_shared(p);
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"

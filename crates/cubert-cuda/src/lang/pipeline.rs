@@ -5,9 +5,9 @@
 //!
 //! A line takes the synchronous path, element by element through the checked accesses
 //! (`cubert::load`, `shared_store`), when `cp.async` can't move it: a line of another size,
-//! a source address not aligned to the line, a line not wholly inside the shared array, a
-//! source line not wholly inside its buffer (checked mode only; the elements out of bounds
-//! are then reported as loads), or a device older than sm_80. Commits and waits are then
+//! a source address not aligned to the line, in checked launches a line not wholly inside
+//! the shared array or its buffer (the elements out of bounds are then reported), or a
+//! device older than sm_80. Unchecked launches vouch for their accesses. Commits and waits are then
 //! no-ops, which the language's semantics allow: a copy may land any time before its wait.
 
 /// The device functions the printed code calls (after the cooperative helpers).
@@ -22,11 +22,11 @@ __device__ __forceinline__ void copy_line_async(const cubert::Args& args, T* til
     if constexpr (BYTES == 4 || BYTES == 8 || BYTES == 16) {
         const T* source = cubert::ptr<T>(args, b) + (valid ? first : 0);
 #if CUBERT_CHECKED
-        bool in_bounds = !valid || first + N <= cubert::len<T>(args, b);
+        bool in_bounds = shared_first + N <= n && (!valid || first + N <= cubert::len<T>(args, b));
 #else
         bool in_bounds = true;
 #endif
-        if (shared_first + N <= n && in_bounds && ((unsigned long long)source % BYTES) == 0) {
+        if (in_bounds && ((unsigned long long)source % BYTES) == 0) {
             unsigned destination = (unsigned)__cvta_generic_to_shared(tile + shared_first);
             unsigned source_bytes = valid ? BYTES : 0u;
             if constexpr (BYTES == 16) {

@@ -254,8 +254,48 @@ impl<R: Runtime> ComputeClient<R> {
         count: CubeCount,
         arguments: KernelArguments,
     ) -> Result<(), LaunchError> {
-        let kernel = self
-            .utilities
+        let kernel = self.language_kernel(key, definition, cube_dim)?;
+        // Always bounds-checked; `[compilation] bounds_check = "validate"` selects the slow
+        // checked mode (each finding logged; on the CPU, shared-memory races found too).
+        let mode = match self.utilities.check_mode {
+            BoundsCheckMode::Validate => ExecutionMode::Validate,
+            _ => ExecutionMode::Checked,
+        };
+        self.launch_inner(kernel, count, arguments, mode)
+    }
+
+    /// Launches a kernel of the kernel language as [`Self::launch_language`] does, without
+    /// bounds checks (unless `[compilation] bounds_check` asks for them, as for
+    /// [`Self::launch_unchecked`]). The macro's `launch_unchecked` calls it.
+    ///
+    /// # Errors
+    /// As [`Self::launch_language`].
+    ///
+    /// # Safety
+    /// With these arguments and this grid, the kernel must access nothing out of bounds
+    /// (arrays, shared arrays, lines, fragments, asynchronous copies) and must terminate.
+    pub unsafe fn launch_language_unchecked(
+        &self,
+        key: cubert_lang::KernelKey,
+        definition: impl FnOnce() -> cubert_lang::KernelDefinition,
+        cube_dim: crate::kernel::CubeDim,
+        count: CubeCount,
+        arguments: KernelArguments,
+    ) -> Result<(), LaunchError> {
+        let kernel = self.language_kernel(key, definition, cube_dim)?;
+        // SAFETY: the caller guarantees the kernel stays in bounds and terminates.
+        unsafe { self.launch_unchecked(kernel, count, arguments) }
+    }
+
+    /// The kernel of `key` built for this client and `cube_dim`: from the cache, or built
+    /// from `definition` once.
+    fn language_kernel(
+        &self,
+        key: cubert_lang::KernelKey,
+        definition: impl FnOnce() -> cubert_lang::KernelDefinition,
+        cube_dim: crate::kernel::CubeDim,
+    ) -> Result<<R::Server as ComputeServer>::Kernel, LaunchError> {
+        self.utilities
             .language_kernels
             .get_or_build(key, cube_dim, || {
                 let definition = definition();
@@ -268,14 +308,7 @@ impl<R: Runtime> ComputeClient<R> {
                 )
                 .entered();
                 R::language_kernel(&definition, cube_dim)
-            })?;
-        // Always bounds-checked; `[compilation] bounds_check = "validate"` selects the slow
-        // checked mode (each finding logged; on the CPU, shared-memory races found too).
-        let mode = match self.utilities.check_mode {
-            BoundsCheckMode::Validate => ExecutionMode::Validate,
-            _ => ExecutionMode::Checked,
-        };
-        self.launch_inner(kernel, count, arguments, mode)
+            })
     }
 
     /// Launches `kernel` without bounds checks (unless `[compilation] bounds_check` asks for

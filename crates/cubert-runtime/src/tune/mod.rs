@@ -39,6 +39,7 @@ mod memory;
 mod record;
 mod settings;
 pub mod standard;
+pub mod tensor_cores;
 mod tuner;
 
 pub use candidate::{Candidate, CandidateFn, CandidateSet, InputsFn, KeyFn};

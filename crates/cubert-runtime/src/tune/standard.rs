@@ -174,7 +174,7 @@ fn upload(client: &ComputeClient<impl Runtime>, data: Bytes) -> Result<Handle, S
     Ok(client.create(data)?)
 }
 
-fn matmul_inputs<R: Runtime>(
+pub(super) fn matmul_inputs<R: Runtime>(
     client: &ComputeClient<R>,
     _key: &TuneKey,
     problem: &MatmulProblem,
@@ -227,19 +227,20 @@ pub fn reduce_sum_key(problem: &ReduceSumProblem) -> TuneKey {
         .with("cols_align", alignment(problem.cols, 16))
 }
 
-type SetCache = Mutex<HashMap<(TypeId, StandardKernel, u64), Arc<dyn Any + Send + Sync>>>;
+type SetCache = Mutex<HashMap<(TypeId, String, u64), Arc<dyn Any + Send + Sync>>>;
 
-/// The set of `kernel`'s variants on `client`'s kind of device, built once and shared.
-fn cached_set<R: Runtime, P: 'static>(
+/// The candidate set of `operation` (`matmul_f32`) on `client`'s kind of device, built once
+/// and shared.
+pub(super) fn cached_set<R: Runtime, P: 'static>(
     client: &ComputeClient<R>,
-    kernel: StandardKernel,
+    operation: String,
     build: impl FnOnce() -> Result<CandidateSet<R, P, ()>, LaunchError>,
 ) -> Result<Arc<CandidateSet<R, P, ()>>, LaunchError> {
     static SETS: OnceLock<SetCache> = OnceLock::new();
     let cache = SETS.get_or_init(Default::default);
     let id = (
         TypeId::of::<R>(),
-        kernel,
+        operation,
         client.utilities().properties_hash,
     );
     let found = cache
@@ -289,7 +290,7 @@ pub fn matmul_candidates<R: Runtime>(
     elem: ElemType,
 ) -> Result<Arc<CandidateSet<R, MatmulProblem, ()>>, LaunchError> {
     let kernel = StandardKernel::Matmul(elem);
-    cached_set(client, kernel, || {
+    cached_set(client, format!("{kernel}"), || {
         let set = CandidateSet::new(format!("{kernel}"), matmul_key, matmul_inputs::<R>)
             .with_check(OutputCheck::elements(elem, |client, p: &MatmulProblem| {
                 client.read_one(p.out.clone())
@@ -307,7 +308,7 @@ pub fn reduce_sum_candidates<R: Runtime>(
     elem: ElemType,
 ) -> Result<Arc<CandidateSet<R, ReduceSumProblem, ()>>, LaunchError> {
     let kernel = StandardKernel::ReduceSum(elem);
-    cached_set(client, kernel, || {
+    cached_set(client, format!("{kernel}"), || {
         let set = CandidateSet::new(format!("{kernel}"), reduce_sum_key, reduce_inputs::<R>)
             .with_check(OutputCheck::elements(
                 elem,

@@ -68,8 +68,8 @@ pub(super) fn definitions() -> Vec<KernelDefinition> {
     vec![
         mma_tiles::definition::<bf16>(4),
         mma_tiles::definition::<f16>(1),
-        matmul_plane_mma::definition::<bf16>(128, 128, 2, 4, 3),
-        matmul_plane_mma::definition::<f16>(64, 64, 2, 2, 4),
+        matmul_plane_mma::definition::<bf16>(128, 128, 2, 4, 32, 3),
+        matmul_plane_mma::definition::<f16>(64, 64, 2, 2, 64, 4),
     ]
 }
 
@@ -202,7 +202,10 @@ pub fn plane_mma_of_random_bf16_is_within_rounding<B: TestBackend>() {
 /// enough for every backend's shared memory cover two stages and a plane of 32 × 64; a
 /// tiling past the device's shared memory is refused with a resource error.
 pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
-    use cubert_runtime::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_plane_mma};
+    use cubert_runtime::ElemType;
+    use cubert_runtime::kernel::standard::matmul_mma::{
+        MMA_TILINGS, MmaTiling, matmul_plane_mma, matmul_tensor_cores,
+    };
     use cubert_runtime::{LaunchError, ResourceLimitError};
     let client = client::<B>();
     let extra = [
@@ -211,6 +214,7 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
             tile_n: 64,
             planes_m: 2,
             planes_n: 2,
+            depth: 64,
             stages: 2,
         },
         MmaTiling {
@@ -218,6 +222,7 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
             tile_n: 64,
             planes_m: 4,
             planes_n: 1,
+            depth: 32,
             stages: 3,
         },
     ];
@@ -229,7 +234,7 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
         if tiling.tile_m == 64 && tiling.tile_n == 64 {
             shapes.push((600, 40, 72));
         }
-        for (m, k, n) in shapes {
+        for &(m, k, n) in &shapes {
             let value = |i: usize| ((i * 29 + 3) % 7) as f32 - 3.0;
             let lhs: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32(value(i))).collect();
             let rhs: Vec<bf16> = (0..k * n).map(|i| bf16::from_f32(value(i + 5))).collect();
@@ -238,22 +243,29 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
             // One row more than the product: nothing may be stored past `m × n`.
             let sentinel = bf16::from_f32(-77.0);
             let out = upload_scalars::<B, bf16>(&client, &vec![sentinel; (m + 1) * n]);
-            let launched = matmul_plane_mma::launch::<bf16, B::R>(
-                &client,
-                tiling.cube_count(m as u32, n as u32),
-                CubeDim::new_1d(tiling.units()),
-                &a,
-                &b,
-                &out,
-                m as u32,
-                k as u32,
-                n as u32,
-                tiling.tile_m,
-                tiling.tile_n,
-                tiling.planes_m,
-                tiling.planes_n,
-                tiling.stages,
-            );
+            // Checked launches on the first shape, unchecked ones (`matmul_tensor_cores`,
+            // which checks the arguments) on the others.
+            let launched = if (m, k, n) == shapes[0] {
+                matmul_plane_mma::launch::<bf16, B::R>(
+                    &client,
+                    tiling.cube_count(m as u32, n as u32),
+                    CubeDim::new_1d(tiling.units()),
+                    &a,
+                    &b,
+                    &out,
+                    m as u32,
+                    k as u32,
+                    n as u32,
+                    tiling.tile_m,
+                    tiling.tile_n,
+                    tiling.planes_m,
+                    tiling.planes_n,
+                    tiling.depth,
+                    tiling.stages,
+                )
+            } else {
+                matmul_tensor_cores(&client, &a, &b, &out, (m, k, n), ElemType::BF16, &tiling)
+            };
             if !client.features().plane_mma {
                 assert_refused_as_unsupported::<B>(&client, launched, "the tensor-core matmul");
                 return;
@@ -294,5 +306,57 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
                 tiling.name()
             );
         }
+    }
+}
+
+/// `matmul_tensor_cores` refuses what its unchecked launch couldn't run safely, before
+/// launching: an element type other than bf16/f16, an invalid tiling, a buffer shorter
+/// than its matrix; where the device has no tensor cores, every call is `Unsupported`.
+pub fn tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
+    use cubert_runtime::kernel::standard::matmul_mma::{
+        MMA_TILINGS, MmaTiling, matmul_tensor_cores,
+    };
+    use cubert_runtime::{ElemType, IoError, LaunchError};
+    let client = client::<B>();
+    let a = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 64]);
+    let short = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 63]);
+    let out = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(0.0); 64 * 64]);
+    let tiling = MMA_TILINGS[MMA_TILINGS.len() - 1];
+    let uneven = MmaTiling {
+        planes_m: 3,
+        ..tiling
+    };
+    let invalid = |result: Result<(), LaunchError>, what: &str| {
+        assert!(
+            matches!(
+                result,
+                Err(LaunchError::IoError(IoError::InvalidArgument { .. }))
+            ),
+            "{what}: {result:?}"
+        );
+    };
+    let shape = (64, 64, 64);
+    invalid(
+        matmul_tensor_cores(&client, &a, &a, &out, shape, ElemType::F32, &tiling),
+        "f32 elements",
+    );
+    invalid(
+        matmul_tensor_cores(&client, &a, &a, &out, shape, ElemType::BF16, &uneven),
+        "three planes over 64 rows",
+    );
+    invalid(
+        matmul_tensor_cores(&client, &a, &short, &out, shape, ElemType::BF16, &tiling),
+        "an rhs one row short",
+    );
+    let good = matmul_tensor_cores(&client, &a, &a, &out, shape, ElemType::BF16, &tiling);
+    if client.features().plane_mma {
+        good.unwrap();
+        let got = read_scalars::<B, bf16>(&client, &out);
+        assert!(got.iter().all(|v| v.to_f32() == 64.0), "ones times ones");
+    } else {
+        assert!(
+            matches!(good, Err(LaunchError::Unsupported { .. })),
+            "no tensor cores: {good:?}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! - Each cube computes a `tile_m × tile_n` tile of `out` with `planes_m × planes_n`
 //!   planes; each plane owns a `tile_m / planes_m × tile_n / planes_n` part of it, as
 //!   16 × 8 `plane_mma` tiles whose `f32` accumulators stay in registers.
-//! - The operands go through shared memory [`DEPTH`] columns of `lhs` and rows of `rhs`
+//! - The operands go through shared memory `depth` columns of `lhs` and rows of `rhs`
 //!   at a time, in `stages` buffers: while the cube multiplies one step, the asynchronous
 //!   copies (`copy_line_async`, `cp.async` on CUDA) of the next `stages - 1` steps are in
 //!   flight. Each unit copies lines of 8 elements (16 bytes); a line past the matrices'
@@ -25,10 +25,13 @@
 //! in the tensor cores' order; on integer inputs whose sums are exact the result is the
 //! exact product on every backend (the CPU emulates `plane_mma` exactly).
 
+use crate::client::ComputeClient;
+use crate::elem::ElemType;
+use crate::error::{IoError, LaunchError};
+use crate::handle::Handle;
+use crate::kernel::CubeDim;
 use crate::lang::prelude::*;
-
-/// Columns of `lhs` (rows of `rhs`) per pipeline step.
-pub const DEPTH: u32 = 32;
+use crate::runtime::Runtime;
 
 /// Tile rows per group of the cubes' order (see the module docs).
 pub const GROUP_M: u32 = 8;
@@ -51,6 +54,8 @@ pub struct MmaTiling {
     pub planes_m: u32,
     /// Planes along the columns.
     pub planes_n: u32,
+    /// Columns of `lhs` (rows of `rhs`) per pipeline step: 32 or 64.
+    pub depth: u32,
     /// Shared-memory buffers of the pipeline (at least 2).
     pub stages: u32,
 }
@@ -68,7 +73,7 @@ impl MmaTiling {
 
     /// Shared memory a cube uses, in bytes (for 2-byte elements).
     pub const fn shared_bytes(&self) -> u32 {
-        2 * self.stages * (self.tile_m * (DEPTH + PAD) + DEPTH * (self.tile_n + PAD))
+        2 * self.stages * (self.tile_m * (self.depth + PAD) + self.depth * (self.tile_n + PAD))
     }
 
     /// Whether the kernel supports this tiling: each plane's part is whole 16 × 8 tiles
@@ -78,76 +83,143 @@ impl MmaTiling {
         if self.planes_m == 0 || self.planes_n == 0 || self.stages < 2 {
             return false;
         }
+        if self.depth != 32 && self.depth != 64 {
+            return false;
+        }
         let plane_m = self.tile_m / self.planes_m;
         let plane_n = self.tile_n / self.planes_n;
-        self.tile_m % self.planes_m == 0
-            && self.tile_n % self.planes_n == 0
-            && plane_m % 16 == 0
-            && plane_n % 8 == 0
+        self.tile_m.is_multiple_of(self.planes_m)
+            && self.tile_n.is_multiple_of(self.planes_n)
+            && plane_m.is_multiple_of(16)
+            && plane_n.is_multiple_of(8)
             && plane_m > 0
             && plane_n > 0
             && (plane_m / 16) * (plane_n / 8) * 4 <= MAX_ACCUMULATORS
             && plane_n / 8 <= 8
-            && (self.tile_m * DEPTH / 8) % self.units() == 0
-            && (self.tile_n * DEPTH / 8) % self.units() == 0
+            && (self.tile_m * self.depth / 8).is_multiple_of(self.units())
+            && (self.tile_n * self.depth / 8).is_multiple_of(self.units())
     }
 
-    /// A short name: `t128x128p2x4s3`.
+    /// A short name: `t128x128p2x4d32s3`.
     pub fn name(&self) -> String {
         format!(
-            "t{}x{}p{}x{}s{}",
-            self.tile_m, self.tile_n, self.planes_m, self.planes_n, self.stages
+            "t{}x{}p{}x{}d{}s{}",
+            self.tile_m, self.tile_n, self.planes_m, self.planes_n, self.depth, self.stages
         )
     }
 }
 
 /// The tilings a GPU tries, the default first: 128 × 128 tiles of eight planes (64 × 32
-/// each) with three and four stages, 128 × 256 of eight planes (64 × 64), 64 × 128 and
-/// 64 × 64 for products with few tiles.
-pub const MMA_TILINGS: [MmaTiling; 6] = [
-    MmaTiling {
-        tile_m: 128,
-        tile_n: 128,
-        planes_m: 2,
-        planes_n: 4,
-        stages: 3,
-    },
-    MmaTiling {
-        tile_m: 128,
-        tile_n: 128,
-        planes_m: 2,
-        planes_n: 4,
-        stages: 4,
-    },
-    MmaTiling {
-        tile_m: 128,
-        tile_n: 256,
-        planes_m: 2,
-        planes_n: 4,
-        stages: 3,
-    },
-    MmaTiling {
-        tile_m: 256,
-        tile_n: 128,
-        planes_m: 4,
-        planes_n: 2,
-        stages: 3,
-    },
-    MmaTiling {
-        tile_m: 64,
-        tile_n: 128,
-        planes_m: 2,
-        planes_n: 2,
-        stages: 4,
-    },
-    MmaTiling {
-        tile_m: 64,
-        tile_n: 64,
-        planes_m: 2,
-        planes_n: 2,
-        stages: 4,
-    },
+/// each) with 32 or 64 columns per step and three or four stages, 128 × 256 and 256 × 128
+/// of eight planes (64 × 64 each), 64 × 128 and 64 × 64 for products with few tiles.
+pub const MMA_TILINGS: [MmaTiling; 8] = [
+    tiling(128, 128, 2, 4, 32, 4),
+    tiling(128, 128, 2, 4, 32, 3),
+    tiling(128, 128, 2, 4, 64, 3),
+    tiling(128, 256, 2, 4, 32, 3),
+    tiling(256, 128, 4, 2, 32, 3),
+    tiling(128, 256, 2, 4, 64, 3),
+    tiling(64, 128, 2, 2, 32, 4),
+    tiling(64, 64, 2, 2, 32, 4),
 ];
+
+/// A [`MmaTiling`] from its fields in order.
+const fn tiling(
+    tile_m: u32,
+    tile_n: u32,
+    planes_m: u32,
+    planes_n: u32,
+    depth: u32,
+    stages: u32,
+) -> MmaTiling {
+    MmaTiling {
+        tile_m,
+        tile_n,
+        planes_m,
+        planes_n,
+        depth,
+        stages,
+    }
+}
+
+/// `out = lhs × rhs` on tensor cores with `tiling`, for row-major `lhs` (`m × k`), `rhs`
+/// (`k × n`) and `out` (`m × n`) of `elem` (`bf16` or `f16`), summed in `f32`: the
+/// arguments checked, then [`matmul_plane_mma`] launched without bounds checks (its
+/// accesses are in bounds for every checked shape: copies and stores are guarded by the
+/// matrices' edges, shared indices by the tiling).
+///
+/// # Errors
+/// - [`IoError::InvalidArgument`] (as a [`LaunchError`]): `elem` isn't `bf16` or `f16`,
+///   the tiling isn't [`MmaTiling::is_valid`], a buffer holds fewer elements than its
+///   matrix, or a matrix has more than `u32::MAX` elements;
+/// - [`LaunchError::Unsupported`] where the device has no tensor cores
+///   (`Features::plane_mma`);
+/// - the launch's errors ([`LaunchError::TooManyResources`] for a tiling past the device's
+///   shared memory).
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_tensor_cores<R: Runtime>(
+    client: &ComputeClient<R>,
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    (m, k, n): (usize, usize, usize),
+    elem: ElemType,
+    tiling: &MmaTiling,
+) -> Result<(), LaunchError> {
+    if !matches!(elem, ElemType::BF16 | ElemType::F16) {
+        return Err(IoError::invalid(format!(
+            "matmul_tensor_cores multiplies bf16 or f16, not {elem}"
+        ))
+        .into());
+    }
+    if !tiling.is_valid() {
+        return Err(IoError::invalid(format!(
+            "matmul_tensor_cores: {} isn't a valid tiling",
+            tiling.name()
+        ))
+        .into());
+    }
+    crate::ops::check_matmul(lhs, rhs, out, (m, k, n), elem)?;
+    let fits = |x: usize, y: usize| {
+        x.checked_mul(y)
+            .is_some_and(|count| count <= u32::MAX as usize)
+    };
+    if !(fits(m, k) && fits(k, n) && fits(m, n)) {
+        return Err(IoError::invalid(format!(
+            "matmul_tensor_cores: a {m}×{k}×{n} product has a matrix past u32::MAX elements"
+        ))
+        .into());
+    }
+    if !client.features().plane_mma {
+        return Err(LaunchError::unsupported(format!(
+            "matmul_tensor_cores: the {} device has no tensor cores (Features::plane_mma)",
+            R::name()
+        )));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (m, k, n) = (m as u32, k as u32, n as u32);
+    let count = tiling.cube_count(m, n);
+    let dim = CubeDim::new_1d(tiling.units());
+    let t = tiling;
+    // SAFETY: the buffers hold their matrices and every matrix fits u32 indices (checked
+    // above), so the kernel's guarded copies and stores stay inside them, and a valid
+    // tiling keeps every shared index inside its array; the kernel's loops are bounded.
+    unsafe {
+        if elem == ElemType::BF16 {
+            matmul_plane_mma::launch_unchecked::<bf16, R>(
+                client, count, dim, lhs, rhs, out, m, k, n, t.tile_m, t.tile_n, t.planes_m,
+                t.planes_n, t.depth, t.stages,
+            )
+        } else {
+            matmul_plane_mma::launch_unchecked::<f16, R>(
+                client, count, dim, lhs, rhs, out, m, k, n, t.tile_m, t.tile_n, t.planes_m,
+                t.planes_n, t.depth, t.stages,
+            )
+        }
+    }
+}
 
 /// `out = lhs × rhs` (see the module docs); launch with cubes of
 /// [`MmaTiling::units`] units and the grid of [`MmaTiling::cube_count`], passing the
@@ -166,12 +238,13 @@ pub fn matmul_plane_mma<T: MmaInput>(
     #[comptime] tile_n: u32,
     #[comptime] planes_m: u32,
     #[comptime] planes_n: u32,
+    #[comptime] depth: u32,
     #[comptime] stages: u32,
 ) {
-    let a_stride = DEPTH + PAD;
+    let a_stride = depth + PAD;
     let b_stride = tile_n + PAD;
-    let mut a_tiles = SharedMemory::<T>::new(stages * tile_m * (DEPTH + PAD));
-    let mut b_tiles = SharedMemory::<T>::new(stages * DEPTH * (tile_n + PAD));
+    let mut a_tiles = SharedMemory::<T>::new(stages * tile_m * (depth + PAD));
+    let mut b_tiles = SharedMemory::<T>::new(stages * depth * (tile_n + PAD));
     // The cube's tile of `out`, in groups of GROUP_M tile rows (see the module docs).
     let grid_m = CUBE_COUNT_Y;
     let grid_n = CUBE_COUNT_X;
@@ -190,7 +263,7 @@ pub fn matmul_plane_mma<T: MmaInput>(
     let t = UNIT_POS_PLANE % 4u32;
     // Lines of 8 of the matrices are lines of 8 of the buffers.
     let lines = k % 8u32 == 0u32 && n % 8u32 == 0u32;
-    let steps = (k + DEPTH - 1u32) / DEPTH;
+    let steps = (k + depth - 1u32) / depth;
     let mut acc = [0.0f32; 128];
     // Trip `it` starts the copies of step `it` and multiplies step `it - (stages - 1)`,
     // whose copies, `stages - 1` groups back, have landed.
@@ -201,13 +274,13 @@ pub fn matmul_plane_mma<T: MmaInput>(
         wait_async_copies(stages - 2u32);
         sync_cube();
         if it < steps {
-            let a_first = (it % stages) * tile_m * (DEPTH + PAD);
-            let b_first = (it % stages) * DEPTH * (tile_n + PAD);
-            let k0 = it * DEPTH;
-            for i in 0..tile_m * DEPTH / 8u32 / (32u32 * planes_m * planes_n) {
+            let a_first = (it % stages) * tile_m * (depth + PAD);
+            let b_first = (it % stages) * depth * (tile_n + PAD);
+            let k0 = it * depth;
+            for i in 0..tile_m * depth / 8u32 / (32u32 * planes_m * planes_n) {
                 let line = UNIT_POS + i * 32u32 * planes_m * planes_n;
-                let r = line / (DEPTH / 8u32);
-                let c = (line % (DEPTH / 8u32)) * 8u32;
+                let r = line / (depth / 8u32);
+                let c = (line % (depth / 8u32)) * 8u32;
                 let row = row0 + r;
                 let dst = (a_first + r * a_stride + c) / 8u32;
                 if lines {
@@ -226,7 +299,7 @@ pub fn matmul_plane_mma<T: MmaInput>(
                     }
                 }
             }
-            for i in 0..tile_n * DEPTH / 8u32 / (32u32 * planes_m * planes_n) {
+            for i in 0..tile_n * depth / 8u32 / (32u32 * planes_m * planes_n) {
                 let line = UNIT_POS + i * 32u32 * planes_m * planes_n;
                 let q = line / (tile_n / 8u32);
                 let d = (line % (tile_n / 8u32)) * 8u32;
@@ -262,9 +335,9 @@ pub fn matmul_plane_mma<T: MmaInput>(
         let step = it + 1u32 - stages;
         // Multiply the step's tiles: per 16 of `k`, the plane's B fragments, then per 16
         // rows its A fragment times each of them.
-        let a_first = (step % stages) * tile_m * (DEPTH + PAD);
-        let b_first = (step % stages) * DEPTH * (tile_n + PAD);
-        for ks in 0..DEPTH / 16u32 {
+        let a_first = (step % stages) * tile_m * (depth + PAD);
+        let b_first = (step % stages) * depth * (tile_n + PAD);
+        for ks in 0..depth / 16u32 {
             let mut b_all = [T::new(0.0); 32];
             for ni in 0..tile_n / planes_n / 8u32 {
                 let start = b_first + ks * 16u32 * b_stride + plane_col + ni * 8u32;

@@ -1,0 +1,148 @@
+//! The tensor-core matmul (`kernel::standard::matmul_mma`) through the tuner.
+//!
+//! The candidates are the tilings of [`MMA_TILINGS`] that fit the device's shared memory,
+//! the first that fits being the default; each runs `matmul_tensor_cores` (arguments
+//! checked, then an unchecked launch). The set's operation is `matmul_tensor_cores_<elem>`
+//! and its key the standard matmul's ([`matmul_key`]: `m`, `k`, `n` rounded up to powers of
+//! two and the alignment of `n`), so a choice is cached per shape class, in memory and on
+//! disk, as every tuned kernel's. Benchmarks run on inputs of the caller's shape filled with
+//! the standard pattern; every tiling accumulates each output in the same order (`k`
+//! ascending, 16 at a time, one `mma` per step), so the check compares their outputs bit
+//! for bit.
+
+use super::candidate::{Candidate, CandidateSet};
+use super::check::OutputCheck;
+use super::standard::{MatmulProblem, cached_set, matmul_inputs, matmul_key};
+use super::tuner::{Tuner, global_tuner};
+use crate::client::ComputeClient;
+use crate::elem::ElemType;
+use crate::error::{LaunchError, ServerError};
+use crate::handle::Handle;
+use crate::kernel::Priority;
+use crate::kernel::standard::matmul_mma::{MMA_TILINGS, matmul_tensor_cores};
+use crate::runtime::Runtime;
+use std::sync::Arc;
+
+/// The tensor-core matmul's tilings that fit `client`'s device, as a candidate set for
+/// `elem` (`bf16` or `f16`).
+///
+/// # Errors
+/// [`LaunchError::Unsupported`] where the device has no tensor cores
+/// (`Features::plane_mma`), for another element type, or when no tiling fits the device's
+/// shared memory.
+pub fn matmul_candidates<R: Runtime>(
+    client: &ComputeClient<R>,
+    elem: ElemType,
+) -> Result<Arc<CandidateSet<R, MatmulProblem, ()>>, LaunchError> {
+    if !client.features().plane_mma {
+        return Err(LaunchError::unsupported(format!(
+            "the tensor-core matmul: the {} device has no tensor cores (Features::plane_mma)",
+            R::name()
+        )));
+    }
+    if !matches!(elem, ElemType::BF16 | ElemType::F16) {
+        return Err(LaunchError::unsupported(format!(
+            "the tensor-core matmul multiplies bf16 or f16, not {elem}"
+        )));
+    }
+    let operation = format!("matmul_tensor_cores_{elem}");
+    cached_set(client, operation.clone(), || {
+        let mut set = CandidateSet::new(operation, matmul_key, matmul_inputs::<R>).with_check(
+            OutputCheck::elements(elem, |client, problem: &MatmulProblem| {
+                client.read_one(problem.out.clone())
+            }),
+        );
+        let shared_max = client.properties().hardware.max_shared_memory_size;
+        let fitting = MMA_TILINGS
+            .into_iter()
+            .filter(|tiling| tiling.shared_bytes() as usize <= shared_max);
+        for (index, tiling) in fitting.enumerate() {
+            // The default and the next two are tried at every level, the rest from
+            // `balanced` on.
+            let priority = if index < 3 {
+                Priority::High
+            } else {
+                Priority::Normal
+            };
+            let candidate = Candidate::new(tiling.name(), move |client, p: &MatmulProblem| {
+                matmul_tensor_cores(
+                    client,
+                    &p.lhs,
+                    &p.rhs,
+                    &p.out,
+                    (p.m, p.k, p.n),
+                    p.elem,
+                    &tiling,
+                )
+                .map_err(ServerError::from)
+            });
+            set.push(
+                candidate
+                    .with_priority(priority)
+                    .with_identity(tiling.name()),
+            );
+        }
+        if set.is_empty() {
+            return Err(LaunchError::unsupported(format!(
+                "the tensor-core matmul: no tiling fits the device's {shared_max} bytes of \
+                 shared memory"
+            )));
+        }
+        Ok(set)
+    })
+}
+
+/// Runs the fastest tiling for `problem`, tuning it with `tuner` first if needed.
+///
+/// # Errors
+/// As [`matmul_candidates`] and [`Tuner::execute`] (a candidate's errors: the arguments'
+/// checks of `matmul_tensor_cores`).
+pub fn matmul_tuned<R: Runtime>(
+    tuner: &Tuner,
+    client: &ComputeClient<R>,
+    problem: &MatmulProblem,
+) -> Result<(), ServerError> {
+    let set = matmul_candidates(client, problem.elem)?;
+    if problem.m == 0 || problem.k == 0 || problem.n == 0 {
+        // Nothing to tune: the default checks the arguments and fills `out` with zeros.
+        let default = &MMA_TILINGS[0];
+        return Ok(matmul_tensor_cores(
+            client,
+            &problem.lhs,
+            &problem.rhs,
+            &problem.out,
+            (problem.m, problem.k, problem.n),
+            problem.elem,
+            default,
+        )?);
+    }
+    tuner.execute(client, &set, problem)
+}
+
+/// `out = lhs × rhs` on tensor cores (`bf16`/`f16` in and out, `f32` sums) with the tiling
+/// the process's tuner picks for the shape.
+///
+/// # Errors
+/// As [`matmul_tuned`].
+#[allow(clippy::too_many_arguments)]
+pub fn matmul<R: Runtime>(
+    client: &ComputeClient<R>,
+    lhs: &Handle,
+    rhs: &Handle,
+    out: &Handle,
+    m: usize,
+    k: usize,
+    n: usize,
+    elem: ElemType,
+) -> Result<(), ServerError> {
+    let problem = MatmulProblem {
+        lhs: lhs.clone(),
+        rhs: rhs.clone(),
+        out: out.clone(),
+        m,
+        k,
+        n,
+        elem,
+    };
+    matmul_tuned(global_tuner(), client, &problem)
+}
