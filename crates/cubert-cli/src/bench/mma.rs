@@ -22,6 +22,9 @@ use crate::backend::CliRuntime;
 use crate::error::CliResult;
 use cubert::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_tensor_cores};
 use cubert::lang::prelude::bf16;
+use cubert::config::AutotuneLevel;
+use cubert::tune::standard::MatmulProblem;
+use cubert::tune::{TuneSettings, Tuner, tensor_cores};
 use cubert::{Bytes, ComputeClient, ElemType};
 
 /// The shapes measured, `(m, k, n)`.
@@ -177,6 +180,25 @@ fn measure_shape<R: CliRuntime>(
         .max_by(|&x, &y| rates[x].total_cmp(&rates[y]))
         .unwrap_or(0);
     let theirs_tflops = flops / median(&vendor_seconds) / 1e12;
+    // The tuner's pick for the shape (a fresh in-memory tuner, check mode on: it runs and
+    // compares every tiling again on its own inputs).
+    let tuner = Tuner::new(TuneSettings {
+        check: true,
+        ..TuneSettings::in_memory(AutotuneLevel::Full)
+    });
+    let problem = MatmulProblem {
+        lhs: a.clone(),
+        rhs: b.clone(),
+        out: ours.clone(),
+        m,
+        k,
+        n,
+        elem: ElemType::BF16,
+    };
+    let tuned = tensor_cores::matmul_candidates(client, ElemType::BF16)
+        .map_err(cubert::ServerError::from)
+        .and_then(|set| tuner.choose(client, &set, &problem))
+        .map_or_else(|error| format!("tuning failed: {error}"), |choice| choice.name);
     let each: Vec<String> = tilings
         .iter()
         .zip(&rates)
@@ -185,7 +207,8 @@ fn measure_shape<R: CliRuntime>(
         .collect();
     let note = format!(
         "{m}x{k}x{n} (MxKxN) bf16 in and out, f32 sums, device events, median of {reps}, \
-         best tiling {} (every tiling checked equal to {} on integer inputs; TFLOP/s: {})",
+         best tiling {} (the tuner picks {tuned}; every tiling checked equal to {} on integer \
+         inputs; TFLOP/s: {})",
         tilings[best].name(),
         vendor.name,
         each.join(", ")
