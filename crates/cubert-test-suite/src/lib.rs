@@ -140,6 +140,7 @@ macro_rules! __for_each_suite_test {
                 plane_mma_of_random_bf16_is_within_rounding,
                 tensor_core_matmul_of_integers_is_exact,
                 tensor_core_matmul_refuses_bad_arguments,
+                fragment_loads_give_each_unit_its_elements,
                 generic_kernel_runs_for_every_numeric_element_type,
                 generic_float_kernel_runs_for_f16_bf16_f32_f64,
                 generic_copy_moves_every_scalar_type_unchanged,

@@ -20,9 +20,9 @@ use super::recorder::Recorder;
 use super::timing::{median, profiled_seconds};
 use crate::backend::CliRuntime;
 use crate::error::CliResult;
+use cubert::config::AutotuneLevel;
 use cubert::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_tensor_cores};
 use cubert::lang::prelude::bf16;
-use cubert::config::AutotuneLevel;
 use cubert::tune::standard::MatmulProblem;
 use cubert::tune::{TuneSettings, Tuner, tensor_cores};
 use cubert::{Bytes, ComputeClient, ElemType};
@@ -198,7 +198,10 @@ fn measure_shape<R: CliRuntime>(
     let tuned = tensor_cores::matmul_candidates(client, ElemType::BF16)
         .map_err(cubert::ServerError::from)
         .and_then(|set| tuner.choose(client, &set, &problem))
-        .map_or_else(|error| format!("tuning failed: {error}"), |choice| choice.name);
+        .map_or_else(
+            |error| format!("tuning failed: {error}"),
+            |choice| choice.name,
+        );
     let each: Vec<String> = tilings
         .iter()
         .zip(&rates)

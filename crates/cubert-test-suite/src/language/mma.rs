@@ -62,12 +62,32 @@ fn mma_tiles<T: MmaInput>(
     d[c_base + (g + 8) * 8 + 2 * t + 1] = acc[3];
 }
 
+/// Each unit's fragments of the `A` and `B` operands at `start`, `stride` of a shared
+/// tile (filled from `x`), written out 12 per unit: `A`'s 8, then `B`'s 4.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn fragments<T: MmaInput>(x: &Array<T>, out: &mut Array<T>, start: u32, stride: u32) {
+    let mut tile = SharedMemory::<T>::new(1024);
+    for i in 0..32u32 {
+        tile[UNIT_POS * 32u32 + i] = x[UNIT_POS * 32u32 + i];
+    }
+    sync_cube();
+    let a = plane_load_a(&tile, start, stride);
+    let b = plane_load_b(&tile, start, stride);
+    for i in 0..8u32 {
+        out[UNIT_POS * 12u32 + i] = a[i];
+    }
+    for i in 0..4u32 {
+        out[UNIT_POS * 12u32 + 8u32 + i] = b[i];
+    }
+}
+
 /// A specialization of each kernel here.
 pub(super) fn definitions() -> Vec<KernelDefinition> {
     use cubert_runtime::kernel::standard::matmul_mma::matmul_plane_mma;
     vec![
         mma_tiles::definition::<bf16>(4),
         mma_tiles::definition::<f16>(1),
+        fragments::definition::<bf16>(),
         matmul_plane_mma::definition::<bf16>(128, 128, 2, 4, 32, 3),
         matmul_plane_mma::definition::<f16>(64, 64, 2, 2, 64, 4),
     ]
@@ -358,5 +378,50 @@ pub fn tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
             matches!(good, Err(LaunchError::Unsupported { .. })),
             "no tensor cores: {good:?}"
         );
+    }
+}
+
+/// `plane_load_a` / `plane_load_b` give each unit its elements of the operand at
+/// `tile[start + row * stride + column]` (`native::mma_layout`), bit for bit, whether the
+/// rows are 16-byte aligned (one `ldmatrix` on CUDA) or not (element by element).
+pub fn fragment_loads_give_each_unit_its_elements<B: TestBackend>() {
+    use cubert_runtime::lang::native::mma_layout;
+    let client = client::<B>();
+    let values: Vec<bf16> = (0..1024)
+        .map(|i| bf16::from_bits(0x3f80 + i as u16))
+        .collect();
+    let x = upload_scalars::<B, bf16>(&client, &values);
+    for (start, stride) in [(0u32, 16u32), (8, 40), (3, 17), (1, 24), (16, 8)] {
+        let out = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(-1.0); 32 * 12]);
+        let launched = fragments::launch::<bf16, B::R>(
+            &client,
+            CubeCount::Static(1, 1, 1),
+            CubeDim::new_1d(32),
+            &x,
+            &out,
+            start,
+            stride,
+        );
+        if !client.features().plane_mma {
+            assert_refused_as_unsupported::<B>(&client, launched, "fragment loads");
+            return;
+        }
+        launched.unwrap();
+        let got = read_scalars::<B, bf16>(&client, &out);
+        for lane in 0..32u32 {
+            for i in 0..12u32 {
+                let (row, column) = if i < 8 {
+                    mma_layout::a(lane, i)
+                } else {
+                    mma_layout::b(lane, i - 8)
+                };
+                let want = values[(start + row * stride + column) as usize];
+                assert_eq!(
+                    got[(lane * 12 + i) as usize].to_bits(),
+                    want.to_bits(),
+                    "start {start}, stride {stride}: lane {lane}, element {i}"
+                );
+            }
+        }
     }
 }
