@@ -622,17 +622,15 @@ pub fn tuned_tensor_core_matmul_computes_the_exact_product<B: TestBackend>() {
     }
     result.unwrap();
     let got = read_elems::<B, bf16>(&client, &out);
-    for i in 0..m {
-        for j in 0..n {
-            let want: f32 = (0..k).fold(0.0, |sum, p| {
-                sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
-            });
-            assert_eq!(
-                got[i * n + j].to_bits(),
-                bf16::from_f32(want).to_bits(),
-                "out[{i}][{j}]"
-            );
-        }
+    let want = crate::language::host_product(&lhs, &rhs, (m, k, n));
+    for (index, (got, want)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "out[{}][{}]",
+            index / n,
+            index % n
+        );
     }
     let set = tensor_cores::matmul_candidates(&client, ElemType::BF16).unwrap();
     let choice = tuner.choose(&client, &set, &problem).unwrap();

@@ -186,15 +186,7 @@ fn measure_shape<R: CliRuntime>(
         check: true,
         ..TuneSettings::in_memory(AutotuneLevel::Full)
     });
-    let problem = MatmulProblem {
-        lhs: a.clone(),
-        rhs: b.clone(),
-        out: ours.clone(),
-        m,
-        k,
-        n,
-        elem: ElemType::BF16,
-    };
+    let problem = MatmulProblem::new((&a, &b, &ours), (m, k, n), ElemType::BF16);
     let tuned = tensor_cores::matmul_candidates(client, ElemType::BF16)
         .map_err(cubert::ServerError::from)
         .and_then(|set| tuner.choose(client, &set, &problem))

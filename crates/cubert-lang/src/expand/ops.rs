@@ -4,7 +4,6 @@
 use super::array::{Indexable, LocalArrayVal};
 use super::builder::{compute, new_var, push};
 use super::val::Val;
-use crate::elem::ElemType;
 use crate::ir::{BinaryOp, Builtin, Instruction, Operation, Type, UnaryOp, Value};
 use crate::native::{Bits, Not};
 use crate::scalar::{Int, Numeric, Scalar};
@@ -27,12 +26,10 @@ macro_rules! arithmetic {
 /// constant in the IR, which generators unroll; `None` otherwise.
 fn fold<T: Numeric>(a: Val<T>, b: Val<T>, op: fn(T, T) -> T) -> Option<Val<T>> {
     match (a.value(), b.value()) {
-        (Value::Const(x), Value::Const(y)) if !T::ELEM.is_float() && T::ELEM != ElemType::Bool => {
-            Some(Val::constant(op(
-                T::from_bits(x.bits),
-                T::from_bits(y.bits),
-            )))
-        }
+        (Value::Const(x), Value::Const(y)) if !T::ELEM.is_float() => Some(Val::constant(op(
+            T::from_bits(x.bits),
+            T::from_bits(y.bits),
+        ))),
         _ => None,
     }
 }

@@ -181,14 +181,6 @@ pub enum MmaOperand {
 }
 
 impl MmaOperand {
-    /// Rows and columns of the operand.
-    pub const fn shape(self) -> (u32, u32) {
-        match self {
-            Self::A => (16, 16),
-            Self::B => (16, 8),
-        }
-    }
-
     /// Elements of one unit's fragment.
     pub const fn fragment_len(self) -> u32 {
         match self {

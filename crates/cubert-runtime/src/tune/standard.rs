@@ -51,6 +51,26 @@ pub struct MatmulProblem {
     pub elem: ElemType,
 }
 
+impl MatmulProblem {
+    /// The problem `out (m×n) = lhs (m×k) × rhs (k×n)` of `elem`, on (clones of) these
+    /// handles.
+    pub fn new(
+        (lhs, rhs, out): (&Handle, &Handle, &Handle),
+        (m, k, n): (usize, usize, usize),
+        elem: ElemType,
+    ) -> Self {
+        Self {
+            lhs: lhs.clone(),
+            rhs: rhs.clone(),
+            out: out.clone(),
+            m,
+            k,
+            n,
+            elem,
+        }
+    }
+}
+
 /// The inputs of a reduce-sum: `out[r] = sum of row r` of a row-major `rows × cols` input.
 #[derive(Clone, Debug)]
 pub struct ReduceSumProblem {
@@ -368,15 +388,7 @@ pub fn matmul<R: Runtime>(
     n: usize,
     elem: ElemType,
 ) -> Result<(), ServerError> {
-    let problem = MatmulProblem {
-        lhs: lhs.clone(),
-        rhs: rhs.clone(),
-        out: out.clone(),
-        m,
-        k,
-        n,
-        elem,
-    };
+    let problem = MatmulProblem::new((lhs, rhs, out), (m, k, n), elem);
     matmul_tuned(global_tuner(), client, &problem)
 }
 

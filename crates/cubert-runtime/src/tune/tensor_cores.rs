@@ -135,14 +135,6 @@ pub fn matmul<R: Runtime>(
     n: usize,
     elem: ElemType,
 ) -> Result<(), ServerError> {
-    let problem = MatmulProblem {
-        lhs: lhs.clone(),
-        rhs: rhs.clone(),
-        out: out.clone(),
-        m,
-        k,
-        n,
-        elem,
-    };
+    let problem = MatmulProblem::new((lhs, rhs, out), (m, k, n), elem);
     matmul_tuned(global_tuner(), client, &problem)
 }

@@ -308,19 +308,16 @@ pub fn tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
             }
             launched.unwrap();
             let got = read_scalars::<B, bf16>(&client, &out);
-            for i in 0..m {
-                for j in 0..n {
-                    let want: f32 = (0..k).fold(0.0, |sum, p| {
-                        sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
-                    });
-                    assert_eq!(
-                        got[i * n + j].to_bits(),
-                        bf16::from_f32(want).to_bits(),
-                        "{} ({m}, {k}, {n}): out[{i}][{j}] = {} != {want}",
-                        tiling.name(),
-                        got[i * n + j]
-                    );
-                }
+            let want = host_product(&lhs, &rhs, (m, k, n));
+            for (index, (got, want)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{} ({m}, {k}, {n}): out[{}][{}] = {got} != {want}",
+                    tiling.name(),
+                    index / n,
+                    index % n
+                );
             }
             assert!(
                 got[m * n..].iter().all(|v| *v == sentinel),
@@ -381,6 +378,25 @@ pub fn tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
             "no tensor cores: {good:?}"
         );
     }
+}
+
+/// `lhs × rhs` on the host, summed in `f32` in `k` order and rounded to bf16 once: the
+/// exact product for the tests' small integers.
+pub(crate) fn host_product(
+    lhs: &[bf16],
+    rhs: &[bf16],
+    (m, k, n): (usize, usize, usize),
+) -> Vec<bf16> {
+    let mut out = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let sum: f32 = (0..k).fold(0.0, |sum, p| {
+                sum + lhs[i * k + p].to_f32() * rhs[p * n + j].to_f32()
+            });
+            out.push(bf16::from_f32(sum));
+        }
+    }
+    out
 }
 
 /// `plane_load_a` / `plane_load_b` give each unit its elements of the operand at
