@@ -72,22 +72,23 @@ pub trait CliRuntime: Runtime {
         Ok(None)
     }
 
-    /// The vendor library's bf16 matmul (bf16 in and out, f32 compute), the peer of the
-    /// tensor-core matmul in `cubert bench --only mma`: cuBLAS's `cublasGemmEx` on CUDA.
-    /// `Ok(None)` where the backend has none.
+    /// The vendor library's tensor-core matmul of `elem` (bf16 in and out, or f32 as TF32;
+    /// f32 compute), the peer of the tensor-core matmul in `cubert bench --only mma`:
+    /// cuBLAS's `cublasGemmEx` on CUDA. `Ok(None)` where the backend has none.
     ///
     /// # Errors
     /// Why the library can't be used (not found, failed to start).
-    fn vendor_matmul_bf16(
+    fn vendor_tensor_core_matmul(
         _client: &ComputeClient<Self>,
+        _elem: cubert::ElemType,
     ) -> Result<Option<VendorMatmul<Self>>, String> {
         Ok(None)
     }
 }
 
 /// A vendor library's matmul: `run(client, (lhs, rhs, out), (m, k, n))` computes row-major
-/// `out = lhs × rhs` on the client's stream (f32, or bf16 for
-/// [`CliRuntime::vendor_matmul_bf16`]).
+/// `out = lhs × rhs` on the client's stream (f32, or the element type asked of
+/// [`CliRuntime::vendor_tensor_core_matmul`]).
 pub struct VendorMatmul<R: Runtime> {
     /// What it is (`cuBLAS 12.9.1 sgemm`).
     pub name: String,
@@ -135,15 +136,23 @@ impl CliRuntime for cubert::CudaRuntime {
         }))
     }
 
-    fn vendor_matmul_bf16(
+    fn vendor_tensor_core_matmul(
         client: &ComputeClient<Self>,
+        elem: cubert::ElemType,
     ) -> Result<Option<VendorMatmul<Self>>, String> {
         use cubert::cuda::cublas::{Cublas, cublas_status};
         let version = cublas_status().clone()?;
         let cublas = Cublas::new(client).map_err(|error| error.to_string())?;
-        Ok(Some(VendorMatmul {
-            name: format!("cuBLAS {version} bf16 GemmEx"),
-            run: Box::new(move |client, handles, dims| cublas.gemm_bf16(client, handles, dims)),
+        Ok(Some(match elem {
+            cubert::ElemType::BF16 => VendorMatmul {
+                name: format!("cuBLAS {version} bf16 GemmEx"),
+                run: Box::new(move |client, handles, dims| cublas.gemm_bf16(client, handles, dims)),
+            },
+            cubert::ElemType::F32 => VendorMatmul {
+                name: format!("cuBLAS {version} TF32 GemmEx"),
+                run: Box::new(move |client, handles, dims| cublas.gemm_tf32(client, handles, dims)),
+            },
+            other => return Err(format!("no cuBLAS tensor-core matmul of {other} here")),
         }))
     }
 }

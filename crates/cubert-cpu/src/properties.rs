@@ -84,6 +84,7 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
             memory_import: true,
             // Emulated: the plane's fragments are gathered and multiplied in f32.
             plane_mma: true,
+            plane_mma_fp8: true,
         },
         timing_method: TimingMethod::System,
     }

@@ -9,7 +9,9 @@
 //! - [`Cublas::sgemm`]: f32 (`cublasSgemm`; the default math mode, so no TF32: every
 //!   product is an f32 FMA, as in cubert's f32 matmul);
 //! - [`Cublas::gemm_bf16`]: bf16 inputs and output, f32 accumulation (`cublasGemmEx`,
-//!   `CUBLAS_COMPUTE_32F`, tensor cores).
+//!   `CUBLAS_COMPUTE_32F`, tensor cores);
+//! - [`Cublas::gemm_tf32`]: f32 inputs and output multiplied as TF32 on tensor cores, f32
+//!   accumulation (`cublasGemmEx`, `CUBLAS_COMPUTE_32F_FAST_TF32`).
 //!
 //! cudarc opens `libcublas.so` (or `.so.13`, `.so.12`, ...); pip's `nvidia-cublas` wheels
 //! (torch's) have only `libcublas.so.N` in `site-packages/nvidia/cublas/lib`: put that
@@ -187,14 +189,51 @@ impl Cublas {
     pub fn gemm_bf16(
         &self,
         client: &ComputeClient<CudaRuntime>,
+        handles: (&Handle, &Handle, &Handle),
+        dims: (usize, usize, usize),
+    ) -> Result<(), ServerError> {
+        self.gemm_ex(client, handles, dims, ElemType::BF16)
+    }
+
+    /// `out = lhs × rhs` for f32 operands multiplied as TF32 on tensor cores, with f32
+    /// accumulation (`cublasGemmEx`, `CUBLAS_COMPUTE_32F_FAST_TF32`), shapes as
+    /// [`Self::sgemm`].
+    ///
+    /// # Errors
+    /// As [`Self::sgemm`].
+    pub fn gemm_tf32(
+        &self,
+        client: &ComputeClient<CudaRuntime>,
+        handles: (&Handle, &Handle, &Handle),
+        dims: (usize, usize, usize),
+    ) -> Result<(), ServerError> {
+        self.gemm_ex(client, handles, dims, ElemType::F32)
+    }
+
+    /// `cublasGemmEx` on operands of `elem` with f32 compute: bf16, or f32 as TF32.
+    fn gemm_ex(
+        &self,
+        client: &ComputeClient<CudaRuntime>,
         (lhs, rhs, out): (&Handle, &Handle, &Handle),
         (m, k, n): (usize, usize, usize),
+        elem: ElemType,
     ) -> Result<(), ServerError> {
-        let [m, k, n] = Self::dimensions(lhs, rhs, out, (m, k, n), ElemType::BF16)?;
+        let [m, k, n] = Self::dimensions(lhs, rhs, out, (m, k, n), elem)?;
+        let (data, compute) = if elem == ElemType::F32 {
+            (
+                cudaDataType_t::CUDA_R_32F,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+            )
+        } else {
+            (
+                cudaDataType_t::CUDA_R_16BF,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            )
+        };
         self.product(client, (lhs, rhs, out), move |handle, [a, b, c]| {
             let (alpha, beta) = (1.0f32, 0.0f32);
-            let bf16 = cudaDataType_t::CUDA_R_16BF;
-            // SAFETY: as in `sgemm`, for bf16 operands; f32 scalars for f32 compute.
+            // SAFETY: as in `sgemm`, for operands of `data` (checked to hold the shapes
+            // as `elem`); f32 scalars for f32 compute.
             let status = unsafe {
                 sys::cublasGemmEx(
                     handle,
@@ -205,16 +244,16 @@ impl Cublas {
                     k,
                     (&alpha as *const f32).cast::<c_void>(),
                     b as *const c_void,
-                    bf16,
+                    data,
                     n,
                     a as *const c_void,
-                    bf16,
+                    data,
                     k,
                     (&beta as *const f32).cast::<c_void>(),
                     c as *mut c_void,
-                    bf16,
+                    data,
                     n,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    compute,
                     cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
                 )
             };

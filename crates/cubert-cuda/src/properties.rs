@@ -91,8 +91,10 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             f64_transcendentals: true,
             // The storage adopts device pointers checked with cuPointerGetAttribute.
             memory_import: true,
-            // `mma.sync.aligned.m16n8k16` with bf16/f16 inputs: sm_80 and later.
+            // `mma.sync.aligned.m16n8k16` (bf16/f16) and `m16n8k8` (tf32): sm_80 and later;
+            // `m16n8k32` on e4m3/e5m2: sm_89 and later.
             plane_mma: major >= 8,
+            plane_mma_fp8: (major, minor) >= (8, 9),
         },
         timing_method: TimingMethod::Device,
     };

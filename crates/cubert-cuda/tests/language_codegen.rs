@@ -374,21 +374,39 @@ fn fp8_comparisons_compare_float_values() {
 
 #[test]
 fn plane_mma_prints_one_tensor_core_mma_per_call_for_its_fragment_type() {
-    for (elem, ptx) in [("bf16", "f32.bf16.bf16.f32"), ("f16", "f32.f16.f16.f32")] {
-        let kernel = cubert_test_suite::language::kernel_definitions()
-            .into_iter()
-            .find(|definition| {
-                definition.name() == "mma_tiles" && definition.id().contains(&format!("::{elem}>"))
-            })
-            .unwrap();
-        let source = generate(kernel.ir().unwrap(), "mma_tiles").unwrap();
+    let kernels = cubert_test_suite::language::kernel_definitions();
+    let source_of = |name: &str, types: &str| {
+        let kernel = kernels
+            .iter()
+            .find(|definition| definition.name() == name && definition.id().contains(types))
+            .unwrap_or_else(|| panic!("{name}{types}"));
+        generate(kernel.ir().unwrap(), name).unwrap()
+    };
+    for (kernel, types, call) in [
+        ("mma_tiles", "::bf16>", "cubert::bf16, cubert::bf16"),
+        ("mma_tiles", "::f16>", "cubert::f16, cubert::f16"),
+        ("mma_through_shared", "<f32", "float, float"),
+        (
+            "mma_through_shared",
+            "<cubert_lang::fp8::e4m3",
+            "cubert::e4m3, cubert::e5m2",
+        ),
+    ] {
+        let source = source_of(kernel, types);
         assert!(
-            source.contains(&format!("cubert_lang::plane_mma<cubert::{elem}>(")),
+            source.contains(&format!("cubert_lang::plane_mma<{call}>(")),
             "{source}"
         );
-        assert!(
-            source.contains(&format!("m16n8k16.row.col.{ptx}")),
-            "{source}"
-        );
+    }
+    // Each type's form of `mma.sync`, and TF32's rounding of its inputs.
+    let source = source_of("mma_tiles", "::bf16>");
+    for form in [
+        r#"CUBERT_MMA("m16n8k16", "bf16.bf16")"#,
+        r#"CUBERT_MMA("m16n8k16", "f16.f16")"#,
+        r#"CUBERT_MMA("m16n8k8", "tf32.tf32")"#,
+        r#"CUBERT_MMA("m16n8k32", "e4m3.e5m2")"#,
+        "cvt.rna.tf32.f32",
+    ] {
+        assert!(source.contains(form), "{form}");
     }
 }

@@ -24,4 +24,4 @@ pub mod scalar;
 
 pub use definition::{KernelDefinition, KernelKey, NativeKernel};
 pub use elem::{ElemType, Element};
-pub use scalar::{Float, Int, MmaInput, Numeric, Scalar, Widened};
+pub use scalar::{Float, Int, MmaFragment, MmaInput, Numeric, Scalar, Widened, round_to_tf32};

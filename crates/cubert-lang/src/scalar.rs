@@ -389,23 +389,81 @@ half_float! {
     bf16 => BF16, crate::half_rounding::f64_to_bf16;
 }
 
-/// The element types of `plane_mma`'s `A` and `B` fragments: `bf16` and `f16`, whose
-/// values and products are exact in `f32`.
-pub trait MmaInput: Float {
-    /// The value as an `f32` (exact).
-    fn to_f32_exact(self) -> f32;
+/// The element types of `plane_mma`'s `A` and `B` fragments: `bf16` and `f16` (16 × 16 by
+/// 16 × 8), `f32` multiplied as TF32 (16 × 8 by 8 × 8) and the 8-bit floats `e4m3` and
+/// `e5m2` (16 × 32 by 32 × 8); see [`crate::ir::MmaShape`].
+pub trait MmaInput: Scalar {
+    /// A unit's fragment of `A` in a kernel run natively: `[Self; 4 · per register]`.
+    type FragmentA: MmaFragment<Self>;
+    /// A unit's fragment of `B` in a kernel run natively: `[Self; 2 · per register]`.
+    type FragmentB: MmaFragment<Self>;
+
+    /// The value the tensor cores multiply, in `f32`: exact for the 16- and 8-bit types
+    /// (so is every product of two of them); an `f32` rounded to TF32 (10 mantissa bits,
+    /// to nearest, ties away from zero: PTX's `cvt.rna.tf32.f32`), whose products are
+    /// exact in `f32` too.
+    fn mma_value(self) -> f32;
 }
 
+/// What a native fragment is: a local array of its elements.
+pub trait MmaFragment<T: Scalar>:
+    crate::native::Indexable<Elem = T> + Copy + Default + AsRef<[T]> + AsMut<[T]>
+{
+}
+
+impl<T: Scalar, const N: usize> MmaFragment<T> for [T; N] where [T; N]: Default {}
+
 impl MmaInput for bf16 {
-    fn to_f32_exact(self) -> f32 {
+    type FragmentA = [bf16; 8];
+    type FragmentB = [bf16; 4];
+    fn mma_value(self) -> f32 {
         self.to_f32()
     }
 }
 
 impl MmaInput for f16 {
-    fn to_f32_exact(self) -> f32 {
+    type FragmentA = [f16; 8];
+    type FragmentB = [f16; 4];
+    fn mma_value(self) -> f32 {
         self.to_f32()
     }
+}
+
+impl MmaInput for f32 {
+    type FragmentA = [f32; 4];
+    type FragmentB = [f32; 2];
+    fn mma_value(self) -> f32 {
+        round_to_tf32(self)
+    }
+}
+
+impl MmaInput for e4m3 {
+    type FragmentA = [e4m3; 16];
+    type FragmentB = [e4m3; 8];
+    fn mma_value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl MmaInput for e5m2 {
+    type FragmentA = [e5m2; 16];
+    type FragmentB = [e5m2; 8];
+    fn mma_value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// `value` rounded to TF32 as `cvt.rna.tf32.f32` rounds it: the 13 low mantissa bits
+/// dropped, to nearest with ties away from zero (a carry may reach the exponent, and past
+/// the largest finite value gives infinity); infinities stay, a NaN stays a NaN.
+pub fn round_to_tf32(value: f32) -> f32 {
+    if value.is_nan() {
+        return f32::NAN;
+    }
+    if value.is_infinite() {
+        return value;
+    }
+    f32::from_bits(value.to_bits().wrapping_add(0x1000) & !0x1fff)
 }
 
 /// The 8-bit floats: storage types with conversions and no arithmetic (they are

@@ -634,10 +634,15 @@ pub fn matmul<R: Runtime>(
 /// `out` holds more than [`ELEMENTS_PER_LAUNCH`] elements, one launch per band of rows
 /// over views of them. An empty product launches nothing.
 ///
+/// The buffers are checked to hold their matrices ([`check_matmul`]), and the kernel is
+/// then launched without device-side bounds checks (unless `[compilation] bounds_check`
+/// asks for them): the standard matmul kernels read and write only inside the shape they
+/// are given, so the checks could never fire, and on a GPU they cost a branch per load.
+///
 /// # Errors
-/// As [`ComputeClient::launch`], and [`LaunchError`] for an `rhs` of more than
-/// `u32::MAX` elements or a row of `lhs` or `out` longer than one launch takes (kernels
-/// index with `u32`).
+/// As [`ComputeClient::launch`] and [`check_matmul`], and [`LaunchError`] for an `rhs` of
+/// more than `u32::MAX` elements or a row of `lhs` or `out` longer than one launch takes
+/// (kernels index with `u32`).
 pub fn launch_matmul<R: Runtime>(
     client: &ComputeClient<R>,
     kernel: <R::Server as crate::server::ComputeServer>::Kernel,
@@ -646,6 +651,7 @@ pub fn launch_matmul<R: Runtime>(
     elem: ElemType,
     tile: (u32, u32),
 ) -> Result<(), LaunchError> {
+    check_matmul(lhs, rhs, out, (m, k, n), elem)?;
     if k.saturating_mul(n) > u32::MAX as usize || k.max(n) > ELEMENTS_PER_LAUNCH {
         return Err(LaunchError::unknown(format!(
             "matmul: a {k} x {n} right-hand side is larger than a launch indexes \
@@ -671,7 +677,13 @@ pub fn launch_matmul<R: Runtime>(
                 word(k),
                 word(n),
             ]));
-        client.launch(kernel.clone(), count, arguments)
+        // SAFETY: `lhs` holds `rows × k` elements, `rhs` `k × n` and `out` `rows × n`
+        // (checked above for the whole product; a band's views are cut to its rows), and
+        // the standard matmul kernels access only `lhs[i][p]`, `rhs[p][j]`, `out[i][j]`
+        // for `i < rows`, `p < k`, `j < n` (every load and store is guarded by the shape,
+        // clamped lower by the buffers' lengths), shared tiles inside their arrays, and
+        // their loops end.
+        unsafe { client.launch_unchecked(kernel.clone(), count, arguments) }
     };
     let band = ELEMENTS_PER_LAUNCH / k.max(n).max(1);
     if m <= band {

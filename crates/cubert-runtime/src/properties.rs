@@ -92,11 +92,16 @@ pub struct Features {
     /// (`ComputeClient::import_memory`): device memory of the client's device on CUDA, host
     /// memory on the CPU. False on wgpu, whose API can't wrap a foreign address in a buffer.
     pub memory_import: bool,
-    /// Kernels can call `plane_mma`, the plane's matrix multiply-accumulate of `bf16`/`f16`
-    /// fragments into `f32` (tensor cores): CUDA devices of compute capability 8.0 or
-    /// later, and the CPU (emulated, exactly, as a reference). False on wgpu, where such a
-    /// kernel fails to build with `LaunchError::Unsupported`.
+    /// Kernels can call `plane_mma`, the plane's matrix multiply-accumulate of `bf16`,
+    /// `f16` and `f32` (as TF32) fragments into `f32` (tensor cores), and load fragments
+    /// with `plane_load_a`/`plane_load_b`: CUDA devices of compute capability 8.0 or later,
+    /// and the CPU (emulated, exactly, as a reference). False on wgpu. Where it is false a
+    /// kernel using them fails to build with `LaunchError::Unsupported`.
     pub plane_mma: bool,
+    /// Kernels can call `plane_mma` on `e4m3`/`e5m2` fragments (and load them): CUDA
+    /// devices of compute capability 8.9 or later, and the CPU (emulated). Where it is
+    /// false such a kernel fails to build with `LaunchError::Unsupported`.
+    pub plane_mma_fp8: bool,
 }
 
 impl Features {

@@ -647,12 +647,12 @@ fn operand_bytes(values: &[i64], elem: ElemType) -> Vec<u8> {
 /// Every matmul variant of the backend computes every numeric type exactly on small
 /// integers: integers wrap (`i8` and `u8` sums overflow here), floats are exact (the half
 /// types accumulate in `f32` and round once), on shapes that don't divide the tiles and on
-/// ones whose `n` takes the kernels' line paths.
+/// ones whose `n` (and `k`) take the kernels' line paths.
 pub fn matmul_variants_compute_every_numeric_type<B: TestBackend>() {
     let client = client::<B>();
     for elem in ElemType::ALL.into_iter().filter(ElemType::has_arithmetic) {
         let kernel = StandardKernel::Matmul(elem);
-        for (m, k, n) in [(37, 29, 45), (9, 70, 64), (5, 3, 8)] {
+        for (m, k, n) in [(37, 29, 45), (9, 70, 64), (5, 3, 8), (67, 40, 72)] {
             let (lhs, rhs) = (small_operand(m * k, 1), small_operand(k * n, 2));
             let mut expected = vec![0i64; m * n];
             for i in 0..m {
@@ -724,5 +724,63 @@ pub fn cube_dim_and_cube_count_selection_respect_device_limits<B: TestBackend>()
         let total = u64::from(x) * u64::from(y) * u64::from(z);
         assert!(total >= u64::from(wanted), "({x}, {y}, {z}) < {wanted}");
         assert_eq!(selection.has_idle(), total != u64::from(wanted));
+    }
+}
+
+/// The double-buffered matmul kernel (`matmul_double_buffered`, the GPUs' variants `d...`)
+/// computes the exact product on every backend, whichever variants the backend lists: in
+/// lines of 4 (`k` and `n` multiples of 4) and element by element, on tiles cut by the
+/// matrices' edges, with more steps than buffers, for `f32` and for `f16` (summed in
+/// `f32`), each tiling it takes; a tiling it can't take is refused with an error.
+pub fn double_buffered_matmul_is_exact_on_every_backend<B: TestBackend>() {
+    use cubert_runtime::kernel::standard::{MatmulTiling, matmul_definition};
+    let client = client::<B>();
+    let tilings = [((64, 64), 8), ((128, 64), 8), ((128, 128), 16)];
+    for (block, depth) in tilings {
+        let tiling = MatmulTiling::DoubleBuffered { block, depth };
+        for elem in [ElemType::F32, ElemType::F16] {
+            let (definition, cube_dim) =
+                matmul_definition(elem, tiling, "double_buffered").unwrap();
+            let kernel = <B::R as Runtime>::language_kernel(&definition, cube_dim).unwrap();
+            for (m, k, n) in [(67, 40, 72), (37, 29, 45), (130, 16, 8)] {
+                let (lhs, rhs) = (small_operand(m * k, 1), small_operand(k * n, 2));
+                let mut expected = vec![0i64; m * n];
+                for i in 0..m {
+                    for j in 0..n {
+                        expected[i * n + j] = (0..k).map(|p| lhs[i * k + p] * rhs[p * n + j]).sum();
+                    }
+                }
+                let upload = |values: &[i64]| {
+                    client
+                        .create(cubert_runtime::Bytes::from_slice(&operand_bytes(
+                            values, elem,
+                        )))
+                        .unwrap()
+                };
+                let (l, r) = (upload(&lhs), upload(&rhs));
+                let out = client.empty(m * n * elem.size()).unwrap();
+                ops::launch_matmul(
+                    &client,
+                    kernel.clone(),
+                    (&l, &r, &out),
+                    (m, k, n),
+                    elem,
+                    tiling.tile(),
+                )
+                .unwrap();
+                let read = client.read_one(out).unwrap().to_vec();
+                assert!(
+                    read == operand_bytes(&expected, elem),
+                    "{tiling:?} of {elem} on {m}x{k}x{n} differs from the reference"
+                );
+            }
+        }
+    }
+    for (block, depth) in [((64, 64), 6), ((256, 256), 8), ((60, 64), 8)] {
+        let tiling = MatmulTiling::DoubleBuffered { block, depth };
+        assert!(
+            matmul_definition(ElemType::F32, tiling, "bad").is_err(),
+            "{tiling:?} is refused"
+        );
     }
 }

@@ -138,7 +138,11 @@ macro_rules! __for_each_suite_test {
                 plane_mma_of_bf16_integers_is_exact,
                 plane_mma_of_f16_integers_is_exact,
                 plane_mma_of_random_bf16_is_within_rounding,
+                plane_mma_of_tf32_integers_is_exact,
+                plane_mma_of_random_f32_rounds_inputs_to_tf32,
+                plane_mma_of_fp8_matches_the_host,
                 tensor_core_matmul_of_integers_is_exact,
+                tf32_tensor_core_matmul_of_integers_is_exact,
                 tensor_core_matmul_refuses_bad_arguments,
                 fragment_loads_give_each_unit_its_elements,
                 generic_kernel_runs_for_every_numeric_element_type,
@@ -218,6 +222,7 @@ macro_rules! __for_each_suite_test {
                 reduce_sum_splits_sum_every_row_for_any_grid,
                 matmul_matches_reference,
                 matmul_variants_compute_every_numeric_type,
+                double_buffered_matmul_is_exact_on_every_backend,
                 cube_dim_and_cube_count_selection_respect_device_limits,
             }
             errors {

@@ -109,6 +109,7 @@ pub fn wgpu_properties(
             // A wgpu buffer can't wrap an address allocated elsewhere.
             memory_import: false,
             plane_mma: false,
+            plane_mma_fp8: false,
         },
         // Timestamp queries where the adapter has them (see `timestamps`).
         timing_method: if features.contains(crate::timestamps::FEATURES) {

@@ -1,19 +1,21 @@
 //! The tensor-core matmul of the kernel language next to cuBLAS, in one run, on the shapes
 //! of issue 16 (`M×K×N`): 1024³, 2048³, 4096³, 8192×1024×4096 and the skinny
-//! 4096×4096×64. Per shape: `cubert_mma_bf16_<shape>_tflops` (`kernel::standard::
-//! matmul_mma::matmul_tensor_cores`: unchecked launches after checking the arguments; the
-//! fastest of its tilings, [`MMA_TILINGS`], each checked first),
-//! `cublas_bf16_<shape>_tflops` (`cublasGemmEx`, bf16 in and out, f32 compute, through the
-//! interop) and `cubert_mma_bf16_<shape>_vs_cublas` (their ratio; issue 16 asks ≥ 0.5 at
-//! 4096³). The note of cubert's figure lists every tiling's TFLOP/s.
+//! 4096×4096×64, for bf16 and for f32 multiplied as TF32. Per type and shape:
+//! `cubert_mma_<type>_<shape>_tflops` (`kernel::standard::matmul_mma::
+//! matmul_tensor_cores`: unchecked launches after checking the arguments; the fastest of
+//! its tilings, [`MMA_TILINGS`], each checked first), `cublas_<type>_<shape>_tflops`
+//! (`cublasGemmEx` through the interop: bf16 in and out with f32 compute, or f32 with
+//! `CUBLAS_COMPUTE_32F_FAST_TF32`) and `cubert_mma_<type>_<shape>_vs_cublas` (their
+//! ratio; issue 16 asks ≥ 0.5 at 4096³ for bf16). The note of cubert's figure lists every
+//! tiling's TFLOP/s.
 //!
-//! bf16 products on the same buffers; each timed by `client.profile` (device events),
-//! median of 10 (3 quick) after 2 warm-ups, cubert's tilings and cuBLAS in turns. Check:
-//! on small integer inputs every product is exact, and each tiling's must equal cuBLAS's
-//! bit for bit, else that tiling is left out (and named in the note) and, if none is
-//! left, the shape's figures are skipped with the first difference. Measured where the
-//! backend has tensor cores (`Features::plane_mma`) and a vendor bf16 matmul
-//! (`CliRuntime::vendor_matmul_bf16`: CUDA); "not measured" elsewhere (the CPU's
+//! Products on the same buffers; each timed by `client.profile` (device events), median
+//! of 10 (3 quick) after 2 warm-ups, cubert's tilings and cuBLAS in turns. Check: on small
+//! integer inputs every product is exact (in TF32 too), and each tiling's must equal
+//! cuBLAS's bit for bit, else that tiling is left out (and named in the note) and, if none
+//! is left, the shape's figures are skipped with the first difference. Measured where the
+//! backend has tensor cores (`Features::plane_mma`) and a vendor tensor-core matmul
+//! (`CliRuntime::vendor_tensor_core_matmul`: CUDA); "not measured" elsewhere (the CPU's
 //! `plane_mma` is an exact emulation, not a speed).
 
 use super::recorder::Recorder;
@@ -36,8 +38,11 @@ const SHAPES: [(usize, usize, usize); 5] = [
     (4096, 4096, 64),
 ];
 
-/// Figures this group measures: three per shape.
-pub const FIGURES: u64 = 3 * SHAPES.len() as u64;
+/// The element types measured, with their names in the figures: bf16, and f32 as TF32.
+const TYPES: [(ElemType, &str); 2] = [(ElemType::BF16, "bf16"), (ElemType::F32, "tf32")];
+
+/// Figures this group measures: three per type and shape.
+pub const FIGURES: u64 = 3 * (TYPES.len() * SHAPES.len()) as u64;
 
 const WARM_UP: usize = 2;
 
@@ -50,12 +55,12 @@ fn shape_name((m, k, n): (usize, usize, usize)) -> String {
     }
 }
 
-fn names(shape: (usize, usize, usize)) -> [String; 3] {
+fn names(label: &str, shape: (usize, usize, usize)) -> [String; 3] {
     let shape = shape_name(shape);
     [
-        format!("cubert_mma_bf16_{shape}_tflops"),
-        format!("cublas_bf16_{shape}_tflops"),
-        format!("cubert_mma_bf16_{shape}_vs_cublas"),
+        format!("cubert_mma_{label}_{shape}_tflops"),
+        format!("cublas_{label}_{shape}_tflops"),
+        format!("cubert_mma_{label}_{shape}_vs_cublas"),
     ]
 }
 
@@ -68,59 +73,78 @@ pub fn run<R: CliRuntime>(
     quick: bool,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
-    let all: Vec<String> = SHAPES.iter().flat_map(|shape| names(*shape)).collect();
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    if !client.features().plane_mma {
-        recorder.not_measured(
-            &all,
-            &format!("the {} backend has no tensor cores", R::name()),
-        );
-        return Ok(());
-    }
-    let vendor = match R::vendor_matmul_bf16(client) {
-        Ok(Some(vendor)) => vendor,
-        Ok(None) => {
+    let reps = if quick { 3 } else { 10 };
+    for (elem, label) in TYPES {
+        let all: Vec<String> = SHAPES
+            .iter()
+            .flat_map(|shape| names(label, *shape))
+            .collect();
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        if !client.features().plane_mma {
             recorder.not_measured(
                 &all,
-                &format!(
-                    "no vendor bf16 matmul on the {} backend to compare with",
-                    R::name()
-                ),
+                &format!("the {} backend has no tensor cores", R::name()),
             );
-            return Ok(());
+            continue;
         }
-        Err(reason) => {
-            recorder.not_measured(&all, &reason);
-            return Ok(());
+        let vendor = match R::vendor_tensor_core_matmul(client, elem) {
+            Ok(Some(vendor)) => vendor,
+            Ok(None) => {
+                recorder.not_measured(
+                    &all,
+                    &format!(
+                        "no vendor {label} matmul on the {} backend to compare with",
+                        R::name()
+                    ),
+                );
+                continue;
+            }
+            Err(reason) => {
+                recorder.not_measured(&all, &reason);
+                continue;
+            }
+        };
+        for shape in SHAPES {
+            measure_shape(client, &vendor, (elem, label), shape, reps, recorder)?;
         }
-    };
-    let reps = if quick { 3 } else { 10 };
-    for shape in SHAPES {
-        measure_shape(client, &vendor, shape, reps, recorder)?;
     }
     Ok(())
 }
 
-/// One shape's three figures.
+/// `len` small integers (exact products and sums in both types) as the bytes of `elem`,
+/// from index `offset` on.
+fn integer_operand(elem: ElemType, len: usize, offset: usize) -> Bytes {
+    let value = |i: usize| ((i + offset) * 29 + 3) % 7;
+    let value = |i: usize| value(i) as f32 - 3.0;
+    if elem == ElemType::F32 {
+        Bytes::from_elems((0..len).map(value).collect::<Vec<f32>>())
+    } else {
+        Bytes::from_elems(
+            (0..len)
+                .map(|i| bf16::from_f32(value(i)))
+                .collect::<Vec<bf16>>(),
+        )
+    }
+}
+
+/// One type's and shape's three figures.
 fn measure_shape<R: CliRuntime>(
     client: &ComputeClient<R>,
     vendor: &crate::backend::VendorMatmul<R>,
+    (elem, label): (ElemType, &str),
     shape: (usize, usize, usize),
     reps: usize,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
     let (m, k, n) = shape;
-    let [mine, theirs, ratio] = names(shape);
+    let [mine, theirs, ratio] = names(label, shape);
     recorder.start(&mine);
-    let value = |i: usize| bf16::from_f32(((i * 29 + 3) % 7) as f32 - 3.0);
-    let lhs: Vec<bf16> = (0..m * k).map(value).collect();
-    let rhs: Vec<bf16> = (0..k * n).map(|i| value(i + 5)).collect();
-    let a = client.create(Bytes::from_elems(lhs))?;
-    let b = client.create(Bytes::from_elems(rhs))?;
-    let ours = client.empty(m * n * 2)?;
-    let reference = client.empty(m * n * 2)?;
+    let a = client.create(integer_operand(elem, m * k, 0))?;
+    let b = client.create(integer_operand(elem, k * n, 5))?;
+    let ours = client.empty(m * n * elem.size())?;
+    let reference = client.empty(m * n * elem.size())?;
     let launch = |tiling: &MmaTiling, out: &cubert::Handle| {
-        matmul_tensor_cores(client, &a, &b, out, (m, k, n), ElemType::BF16, tiling)
+        matmul_tensor_cores(client, &a, &b, out, (m, k, n), elem, tiling)
     };
     let vendor_run = |out: &cubert::Handle| (vendor.run)(client, (&a, &b, out), (m, k, n));
     vendor_run(&reference)?;
@@ -130,7 +154,7 @@ fn measure_shape<R: CliRuntime>(
     let mut refused = Vec::new();
     let shared_max = client.properties().hardware.max_shared_memory_size;
     for tiling in MMA_TILINGS {
-        if tiling.shared_bytes() as usize > shared_max {
+        if tiling.shared_bytes(elem) as usize > shared_max {
             refused.push(format!("{} needs more shared memory", tiling.name()));
             continue;
         }
@@ -167,7 +191,7 @@ fn measure_shape<R: CliRuntime>(
                 launch(tiling, &ours)
             })?);
         }
-        vendor_seconds.push(profiled_seconds(client, "vendor bf16 matmul", || {
+        vendor_seconds.push(profiled_seconds(client, "vendor matmul", || {
             vendor_run(&reference)
         })?);
     }
@@ -186,8 +210,8 @@ fn measure_shape<R: CliRuntime>(
         check: true,
         ..TuneSettings::in_memory(AutotuneLevel::Full)
     });
-    let problem = MatmulProblem::new((&a, &b, &ours), (m, k, n), ElemType::BF16);
-    let tuned = tensor_cores::matmul_candidates(client, ElemType::BF16)
+    let problem = MatmulProblem::new((&a, &b, &ours), (m, k, n), elem);
+    let tuned = tensor_cores::matmul_candidates(client, elem)
         .map_err(cubert::ServerError::from)
         .and_then(|set| tuner.choose(client, &set, &problem))
         .map_or_else(
@@ -201,7 +225,7 @@ fn measure_shape<R: CliRuntime>(
         .chain(refused)
         .collect();
     let note = format!(
-        "{m}x{k}x{n} (MxKxN) bf16 in and out, f32 sums, device events, median of {reps}, \
+        "{m}x{k}x{n} (MxKxN) {label}, f32 sums, device events, median of {reps}, \
          best tiling {} (the tuner picks {tuned}; every tiling checked equal to {} on integer \
          inputs; TFLOP/s: {})",
         tilings[best].name(),
@@ -219,7 +243,7 @@ fn measure_shape<R: CliRuntime>(
         &ratio,
         rates[best] / theirs_tflops,
         "x",
-        "cubert's best tiling / cuBLAS, same run (issue 16 asks >= 0.5 at 4096³)",
+        "cubert's best tiling / cuBLAS, same run (issue 16 asks >= 0.5 at 4096³ for bf16)",
     );
     Ok(())
 }

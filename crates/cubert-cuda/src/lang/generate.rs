@@ -7,8 +7,8 @@ use super::cuda_type::{
 use super::{cooperative, line, mma, pipeline};
 use cubert_lang::ElemType;
 use cubert_lang::ir::{
-    AtomicTarget, BinaryOp, Block, Builtin, Instruction, Kernel, MathOp, Operation, TensorField,
-    Type, UnaryOp, Value,
+    AtomicTarget, BinaryOp, Block, Builtin, Instruction, Kernel, MathOp, MmaOperand, MmaShape,
+    Operation, TensorField, Type, UnaryOp, Value,
 };
 use std::fmt::{self, Write};
 
@@ -251,18 +251,33 @@ impl Printer<'_> {
                 );
                 let (
                     Some(Type::LocalArray(ElemType::F32, 4)),
-                    Some(Type::LocalArray(elem, 8)),
-                    Some(Type::LocalArray(elem_b, 4)),
+                    Some(Type::LocalArray(a_elem, a_len)),
+                    Some(Type::LocalArray(b_elem, b_len)),
                 ) = shapes
                 else {
                     return fail(format!(
-                        "plane_mma on {acc}, {a}, {b}: not fragments of 4 f32, 8 and 4 elements"
+                        "plane_mma on {acc}, {a}, {b}: not an accumulator of 4 f32 and two \
+                         fragments"
                     ));
                 };
-                if elem != elem_b {
-                    return fail(format!("plane_mma of {elem} by {elem_b}"));
+                let lengths = MmaShape::of_pair(a_elem, b_elem).map(|shape| {
+                    (
+                        shape.fragment_len(MmaOperand::A),
+                        shape.fragment_len(MmaOperand::B),
+                    )
+                });
+                if lengths.is_some_and(|lengths| lengths != (a_len, b_len)) {
+                    return fail(format!(
+                        "plane_mma on {a_elem} fragments of {a_len} and {b_len} elements"
+                    ));
                 }
-                match mma::call(elem, &acc.to_string(), &a.to_string(), &b.to_string()) {
+                match mma::call(
+                    a_elem,
+                    b_elem,
+                    &acc.to_string(),
+                    &a.to_string(),
+                    &b.to_string(),
+                ) {
                     Ok(call) => self.line(&call),
                     Err(message) => return fail(message),
                 }
@@ -279,13 +294,13 @@ impl Printer<'_> {
                         "a fragment loaded from {shared}, not a shared array"
                     ));
                 };
+                let want = MmaShape::of(elem).map_or(0, |shape| shape.fragment_len(*operand));
                 match self.kernel.local_type(*out) {
-                    Some(Type::LocalArray(local, count))
-                        if local == elem && count == operand.fragment_len() => {}
+                    Some(Type::LocalArray(local, count)) if local == elem && count == want => {}
                     _ => {
                         return fail(format!(
-                            "a fragment of {operand:?} loaded into {out}, not a local array of {} {elem}",
-                            operand.fragment_len()
+                            "a fragment of {operand:?} loaded into {out}, not a local array of \
+                             {want} {elem}"
                         ));
                     }
                 }

@@ -5,8 +5,10 @@
 //! a `BM × BN` tile of the output through shared memory, `BK` steps of `k` per load, each
 //! of its `(BN/TN) × (BM/TM)` units summing `TM × TN` outputs in registers (strided across
 //! the tile, so shared-memory reads and global stores are contiguous per plane); with `v4`
-//! the `rhs` tile is read in lines of 4 where `n` and the address allow. The default is
-//! `b64x64k16t4x4v4`.
+//! the `rhs` tile is read in lines of 4 where `n` and the address allow. Variants
+//! `d<BM>x<BN>k<BK>` are its double-buffered kernel (`matmul_double_buffered`): 8 × 8
+//! outputs per unit, the next step's operands in registers while the cube multiplies
+//! this one. The default is `b64x64k16t4x4v4`.
 //!
 //! Reduce-sum variants are the language's shared kernel (`reduce`): `b<THREADS>v<1|4>` (a
 //! cube of THREADS units per row, reading lines of 4 with `v4`) and `w<WARPS>v<1|4>` (a
@@ -37,8 +39,21 @@ const fn tiled(block: (u32, u32), depth: u32, unit: (u32, u32), lines: bool) -> 
 // Within a few percent of the best variant from 1024³ up on an H200.
 pub const DEFAULT_MATMUL: MatmulTiling = tiled((64, 64), 16, (4, 4), true);
 
+/// A double-buffered tile of `block` (rows, columns), `depth` deep, 8 × 8 outputs per unit.
+const fn double_buffered(block: (u32, u32), depth: u32) -> MatmulTiling {
+    MatmulTiling::DoubleBuffered { block, depth }
+}
+
 /// (name, tiling, priority) of the matmul variants.
-const MATMUL: [(&str, MatmulTiling, Priority); 8] = [
+const MATMUL: [(&str, MatmulTiling, Priority); 12] = [
+    ("d128x128k8", double_buffered((128, 128), 8), Priority::High),
+    (
+        "d128x128k16",
+        double_buffered((128, 128), 16),
+        Priority::High,
+    ),
+    ("d128x64k8", double_buffered((128, 64), 8), Priority::Normal),
+    ("d64x64k8", double_buffered((64, 64), 8), Priority::Normal),
     (
         "b64x64k8t4x4",
         tiled((64, 64), 8, (4, 4), false),

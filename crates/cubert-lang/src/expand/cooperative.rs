@@ -4,7 +4,8 @@ use super::array::{ArrayVal, Indexable, LocalArrayVal};
 use super::builder::{error, new_var, push};
 use super::val::Val;
 use crate::ir::{
-    AtomicOp, AtomicTarget, Instruction, MmaOperand, Operation, PlaneOp, Type, Value, VarId,
+    AtomicOp, AtomicTarget, Instruction, MmaOperand, MmaShape, Operation, PlaneOp, Type, Value,
+    VarId,
 };
 use crate::native::AtomicScalar;
 use crate::scalar::{MmaInput, Numeric, Scalar};
@@ -211,24 +212,46 @@ pub fn atomic_compare_exchange<A: AtomicArray>(
 }
 
 /// `plane_mma(&mut acc, a, b)`: records the plane's matrix multiply-accumulate
-/// ([`Instruction::PlaneMma`]); the fragments' lengths must be 4 (`acc`), 8 (`a`) and 4
-/// (`b`).
-pub fn plane_mma<T: MmaInput>(acc: &LocalArrayVal<f32>, a: LocalArrayVal<T>, b: LocalArrayVal<T>) {
+/// ([`Instruction::PlaneMma`]); the accumulator holds 4 `f32`, the fragments the lengths
+/// of their type's shape ([`MmaShape`]), and `A` and `B` are of one type (or both 8-bit
+/// floats).
+pub fn plane_mma<A: MmaInput, B: MmaInput>(
+    acc: &LocalArrayVal<f32>,
+    a: LocalArrayVal<A>,
+    b: LocalArrayVal<B>,
+) {
     let (acc, acc_len) = acc.var_and_len();
     let (a, a_len) = a.var_and_len();
     let (b, b_len) = b.var_and_len();
-    if (acc_len, a_len, b_len) != (4, 8, 4) {
+    let Some(shape) = MmaShape::of_pair(A::ELEM, B::ELEM) else {
         error(format!(
-            "plane_mma takes fragments of 4 f32 (the accumulator), 8 and 4 elements (A and B), \
-             not {acc_len}, {a_len} and {b_len}"
+            "plane_mma multiplies fragments of one type (or two 8-bit floats), not {} by {}",
+            A::ELEM,
+            B::ELEM
+        ));
+        return;
+    };
+    let want = (
+        4,
+        shape.fragment_len(MmaOperand::A),
+        shape.fragment_len(MmaOperand::B),
+    );
+    if (acc_len, a_len, b_len) != want {
+        error(format!(
+            "plane_mma on {} takes fragments of 4 f32 (the accumulator), {} and {} elements \
+             (A and B), not {acc_len}, {a_len} and {b_len}",
+            A::ELEM,
+            want.1,
+            want.2
         ));
         return;
     }
     push(Instruction::PlaneMma { acc, a, b });
 }
 
-/// `plane_load_a(&tile, start, stride)`: the unit's fragment (8 elements) of the 16 × 16
-/// `A` operand whose element `(r, c)` is `tile[start + r * stride + c]`
+/// `plane_load_a(&tile, start, stride)`: the unit's fragment of the 16 × K `A` operand
+/// (K and the fragment's length by the type: [`MmaShape`]) whose element `(r, c)` is
+/// `tile[start + r * stride + c]`
 /// ([`Instruction::PlaneLoadFragment`]).
 pub fn plane_load_a<T: MmaInput>(
     shared: &SharedArrayVal<T>,
@@ -238,8 +261,8 @@ pub fn plane_load_a<T: MmaInput>(
     load_fragment(MmaOperand::A, shared, start, stride)
 }
 
-/// `plane_load_b(&tile, start, stride)`: the unit's fragment (4 elements) of the 16 × 8
-/// `B` operand whose element `(k, n)` is `tile[start + k * stride + n]`
+/// `plane_load_b(&tile, start, stride)`: the unit's fragment of the K × 8 `B` operand
+/// whose element `(k, n)` is `tile[start + k * stride + n]`
 /// ([`Instruction::PlaneLoadFragment`]).
 pub fn plane_load_b<T: MmaInput>(
     shared: &SharedArrayVal<T>,
@@ -255,7 +278,8 @@ fn load_fragment<T: MmaInput>(
     start: Val<u32>,
     stride: Val<u32>,
 ) -> LocalArrayVal<T> {
-    let out = LocalArrayVal::<T>::uninitialized(operand.fragment_len());
+    let len = MmaShape::of(T::ELEM).map_or(0, |shape| shape.fragment_len(operand));
+    let out = LocalArrayVal::<T>::uninitialized(len);
     push(Instruction::PlaneLoadFragment {
         out: out.var_and_len().0,
         operand,

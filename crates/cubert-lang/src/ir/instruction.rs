@@ -1,5 +1,6 @@
 //! Instructions and blocks: the statements of the IR.
 
+use super::MmaOperand;
 use super::operation::Operation;
 use super::value::{Value, VarId};
 
@@ -109,25 +110,28 @@ pub enum Instruction {
     /// Waits until every unit of the cube got here; their shared-memory writes are then
     /// visible to all.
     SyncCube,
-    /// The plane's matrix multiply-accumulate (tensor cores): `ACC = A·B + ACC` for a 16×16
-    /// `A` and a 16×8 `B` of `bf16` or `f16` and a 16×8 `f32` accumulator, which the 32
-    /// units of the plane hold together, each its fragment (PTX's `mma.m16n8k16` layout,
-    /// in `docs/kernel-language.md`). A plane operation: every unit of the plane runs it.
+    /// The plane's matrix multiply-accumulate (tensor cores): `ACC = A·B + ACC` for a
+    /// 16 × K `A`, a K × 8 `B` and a 16 × 8 `f32` accumulator, which the 32 units of the
+    /// plane hold together, each its fragment. K and the fragments' layout follow the
+    /// inputs' type ([`super::MmaShape`]): 16 for `bf16`/`f16`, 8 for `f32` (multiplied as
+    /// TF32), 32 for `e4m3`/`e5m2`. A plane operation: every unit of the plane runs it.
     PlaneMma {
         /// The unit's accumulator fragment: a local array of 4 `f32`, read and written.
         acc: VarId,
-        /// The unit's fragment of `A`: a local array of 8 `bf16` or `f16`.
+        /// The unit's fragment of `A`: a local array of
+        /// [`super::MmaShape::fragment_len`] elements.
         a: VarId,
-        /// The unit's fragment of `B`: a local array of 4 of `A`'s element type.
+        /// The unit's fragment of `B`: a local array of `A`'s element type (or, for 8-bit
+        /// floats, the other 8-bit float), [`super::MmaShape::fragment_len`] elements.
         b: VarId,
     },
     /// The plane loads its fragments of one `plane_mma` operand from a shared array
-    /// (`ldmatrix` on CUDA): the operand's element `(r, c)` is element `start + r * stride
-    /// + c` of `shared`, and each unit gets its fragment of it ([`MmaOperand`] says which
-    /// operand, hence the shape and the fragment's length). A plane operation: every unit
-    /// of the plane runs it with the same `start` and `stride`.
+    /// (`ldmatrix` on CUDA where it applies): the operand's element `(r, c)` is element
+    /// `start + r * stride + c` of `shared`, and each unit gets its fragment of it
+    /// ([`MmaOperand`] says which operand; the shared array's type, the shape). A plane
+    /// operation: every unit of the plane runs it with the same `start` and `stride`.
     PlaneLoadFragment {
-        /// The local array written: 8 elements for `A`, 4 for `B`.
+        /// The local array written: [`super::MmaShape::fragment_len`] elements.
         out: VarId,
         /// Which operand the fragment belongs to.
         operand: MmaOperand,
@@ -168,24 +172,4 @@ pub enum Instruction {
         /// Groups that may still be in flight.
         pending: u32,
     },
-}
-
-/// Which operand of `plane_mma` a fragment load fills.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MmaOperand {
-    /// `A`: 16 rows × 16 columns (row-major in shared memory), 8 elements per unit.
-    A,
-    /// `B`: 16 rows (`k`) × 8 columns (`n`) (row-major in shared memory: a row of `B` is
-    /// 8 consecutive elements), 4 elements per unit.
-    B,
-}
-
-impl MmaOperand {
-    /// Elements of one unit's fragment.
-    pub const fn fragment_len(self) -> u32 {
-        match self {
-            Self::A => 8,
-            Self::B => 4,
-        }
-    }
 }

@@ -8,10 +8,12 @@
 //! The expansion of a `#[kernel]` function records it (`crate::expand`).
 
 mod instruction;
+mod mma;
 mod operation;
 mod value;
 
-pub use instruction::{Block, Instruction, MmaOperand};
+pub use instruction::{Block, Instruction};
+pub use mma::{MmaOperand, MmaShape};
 pub use operation::{
     AtomicOp, AtomicTarget, BinaryOp, Builtin, MathOp, Operation, PlaneOp, TensorField, UnaryOp,
 };
@@ -111,6 +113,15 @@ impl Kernel {
         !self.shared_arrays().is_empty() || block_cooperates(&self.body)
     }
 
+    /// The element types of the `plane_mma` fragments and fragment loads in the kernel,
+    /// each once: what a backend's tensor cores must multiply for the kernel to run
+    /// (`Features::plane_mma`, `Features::plane_mma_fp8`).
+    pub fn mma_inputs(&self) -> Vec<ElemType> {
+        let mut inputs = Vec::new();
+        block_mma_inputs(self, &self.body, &mut inputs);
+        inputs
+    }
+
     /// The element type of each scalar parameter, in info-word order.
     pub fn scalars(&self) -> impl Iterator<Item = ElemType> + '_ {
         self.params.iter().filter_map(|param| match param {
@@ -142,4 +153,33 @@ fn block_cooperates(block: &Block) -> bool {
             }
             _ => false,
         })
+}
+
+/// Adds to `inputs` the fragment element types of `block`'s tensor-core instructions
+/// (nested blocks included) not in it yet.
+fn block_mma_inputs(kernel: &Kernel, block: &Block, inputs: &mut Vec<ElemType>) {
+    for instruction in &block.instructions {
+        let vars = match instruction {
+            Instruction::PlaneMma { a, b, .. } => vec![*a, *b],
+            Instruction::PlaneLoadFragment { shared, .. } => vec![*shared],
+            Instruction::If {
+                then, otherwise, ..
+            } => {
+                block_mma_inputs(kernel, then, inputs);
+                block_mma_inputs(kernel, otherwise, inputs);
+                continue;
+            }
+            Instruction::Loop { body } | Instruction::RangeLoop { body, .. } => {
+                block_mma_inputs(kernel, body, inputs);
+                continue;
+            }
+            _ => continue,
+        };
+        for elem in vars.into_iter().filter_map(|var| kernel.local_type(var)) {
+            let elem = elem.elem();
+            if !inputs.contains(&elem) {
+                inputs.push(elem);
+            }
+        }
+    }
 }

@@ -29,7 +29,8 @@
 use super::Indexable;
 use super::array::{AccessMonitor, Args};
 use super::unit::Unit;
-use crate::scalar::Scalar;
+use crate::ir::{MmaOperand, MmaShape};
+use crate::scalar::{MmaInput, Scalar};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};
@@ -499,46 +500,36 @@ pub fn shared_array<'a, T: Scalar>(args: &Args<'a>, site: usize, len: u32) -> Sh
     SharedMemory::at_site(args, site, len)
 }
 
-/// The fragment layout of `plane_mma` (PTX's `mma.m16n8k16`): for the unit in lane `lane`
-/// (`g = lane / 4`, `t = lane % 4`), the `(row, column)` of each element of its fragments.
-pub mod mma_layout {
-    /// Element `i` of the `A` fragment (16×16, row-major).
-    pub const fn a(lane: u32, i: u32) -> (u32, u32) {
-        let (g, t) = (lane / 4, lane % 4);
-        (g + 8 * ((i / 2) % 2), 2 * t + (i % 2) + 8 * (i / 4))
-    }
-
-    /// Element `i` of the `B` fragment (16×8: row `k`, column `n`).
-    pub const fn b(lane: u32, i: u32) -> (u32, u32) {
-        let (g, t) = (lane / 4, lane % 4);
-        (2 * t + (i % 2) + 8 * (i / 2), g)
-    }
-
-    /// Element `i` of the accumulator fragment (16×8, row-major).
-    pub const fn acc(lane: u32, i: u32) -> (u32, u32) {
-        let (g, t) = (lane / 4, lane % 4);
-        (g + 8 * (i / 2), 2 * t + (i % 2))
-    }
-}
-
 /// `plane_mma(&mut acc, a, b)`: `ACC = A·B + ACC` over the unit's plane, each unit holding
-/// its fragments ([`mma_layout`]). The plane's fragments are gathered through the plane
-/// exchange (lanes absent or finished count as zeros); each element of `D` is `ACC` plus the
-/// 16 products in `k` order, in `f32`, rounded after each addition.
-pub fn plane_mma<T: crate::scalar::MmaInput>(
+/// its fragments in the layout of the inputs' [`MmaShape`]. The plane's fragments are
+/// gathered through the plane exchange (lanes absent or finished count as zeros); each
+/// element of `D` is `ACC` plus the K products of the inputs' [`MmaInput::mma_value`]s,
+/// in `k` order, in `f32`, rounded after each addition. Fragments of the wrong types or
+/// lengths (which the expansion refuses before a launch) leave `acc` as it is.
+pub fn plane_mma<A: MmaInput, B: MmaInput>(
     unit: &Unit,
     acc: &mut [f32; 4],
-    a: [T; 8],
-    b: [T; 4],
+    a: impl AsRef<[A]>,
+    b: impl AsRef<[B]>,
 ) {
-    let mut mine = [0f32; 16];
-    for (slot, value) in mine.iter_mut().zip(a.iter().chain(b.iter())) {
-        *slot = value.to_f32_exact();
+    let (a, b) = (a.as_ref(), b.as_ref());
+    let Some(shape) = MmaShape::of_pair(A::ELEM, B::ELEM) else {
+        return;
+    };
+    let (a_len, b_len) = (
+        shape.fragment_len(MmaOperand::A) as usize,
+        shape.fragment_len(MmaOperand::B) as usize,
+    );
+    if a.len() != a_len || b.len() != b_len {
+        return;
     }
-    mine[12..].copy_from_slice(acc);
+    // The unit's values in order: A's fragment, B's, then the accumulator; an even count.
+    let mut mine: Vec<f32> = a.iter().map(|x| x.mma_value()).collect();
+    mine.extend(b.iter().map(|x| x.mma_value()));
+    mine.extend_from_slice(acc);
     let plane = PLANE_DIM as usize;
-    let mut lanes = vec![[0f32; 16]; plane];
-    for pair in 0..8 {
+    let mut lanes = vec![vec![0f32; mine.len()]; plane];
+    for pair in 0..mine.len() / 2 {
         let packed =
             u64::from(mine[2 * pair].to_bits()) | (u64::from(mine[2 * pair + 1].to_bits()) << 32);
         let offered: Vec<Option<u64>> = exchange(unit, packed, <[Option<u64>]>::to_vec);
@@ -549,66 +540,81 @@ pub fn plane_mma<T: crate::scalar::MmaInput>(
             }
         }
     }
-    let mut matrix_a = [[0f32; 16]; 16];
-    let mut matrix_b = [[0f32; 8]; 16];
-    let mut matrix_c = [[0f32; 8]; 16];
+    let k = shape.k() as usize;
+    let mut matrix_a = vec![0f32; 16 * k];
+    let mut matrix_b = vec![0f32; k * 8];
+    let mut matrix_c = [0f32; 16 * 8];
     for (lane, fragment) in (0u32..).zip(&lanes) {
-        for i in 0..8u32 {
-            let (row, column) = mma_layout::a(lane, i);
-            matrix_a[row as usize][column as usize] = fragment[i as usize];
+        for (i, value) in (0u32..).zip(&fragment[..a_len]) {
+            let (row, column) = shape.a(lane, i);
+            matrix_a[row as usize * k + column as usize] = *value;
         }
-        for i in 0..4u32 {
-            let (row, column) = mma_layout::b(lane, i);
-            matrix_b[row as usize][column as usize] = fragment[8 + i as usize];
-            let (row, column) = mma_layout::acc(lane, i);
-            matrix_c[row as usize][column as usize] = fragment[12 + i as usize];
+        for (i, value) in (0u32..).zip(&fragment[a_len..a_len + b_len]) {
+            let (row, column) = shape.b(lane, i);
+            matrix_b[row as usize * 8 + column as usize] = *value;
+        }
+        for (i, value) in (0u32..).zip(&fragment[a_len + b_len..]) {
+            let (row, column) = MmaShape::acc(lane, i);
+            matrix_c[row as usize * 8 + column as usize] = *value;
         }
     }
     let lane = unit.unit_pos_plane();
     for (i, out) in (0u32..).zip(acc.iter_mut()) {
-        let (row, column) = mma_layout::acc(lane, i);
+        let (row, column) = MmaShape::acc(lane, i);
         let (row, column) = (row as usize, column as usize);
-        *out = (0..16).fold(matrix_c[row][column], |sum, k| {
-            sum + matrix_a[row][k] * matrix_b[k][column]
+        *out = (0..k).fold(matrix_c[row * 8 + column], |sum, kk| {
+            sum + matrix_a[row * k + kk] * matrix_b[kk * 8 + column]
         });
     }
 }
 
-/// `plane_load_a(&tile, start, stride)`: the unit's fragment of the 16 × 16 `A` operand
-/// whose element `(r, c)` is `tile[start + r * stride + c]`, in [`mma_layout::a`]'s order.
+/// `plane_load_a(&tile, start, stride)`: the unit's fragment of the 16 × K `A` operand
+/// whose element `(r, c)` is `tile[start + r * stride + c]`, in [`MmaShape::a`]'s order.
 /// Each element is read as `tile[i]` reads it (out of bounds: zero, reported).
 #[track_caller]
-pub fn plane_load_a<T: crate::scalar::MmaInput>(
+pub fn plane_load_a<T: MmaInput>(
     unit: &Unit,
     tile: &SharedMemory<'_, T>,
     start: u32,
     stride: u32,
-) -> [T; 8] {
-    let lane = unit.unit_pos_plane();
-    let mut fragment = [T::default(); 8];
-    for (i, element) in (0u32..).zip(fragment.iter_mut()) {
-        let (row, column) = mma_layout::a(lane, i);
-        *element = tile.load(fragment_index(start, stride, row, column));
-    }
+) -> T::FragmentA {
+    let mut fragment = T::FragmentA::default();
+    load_fragment(unit, MmaOperand::A, tile, start, stride, fragment.as_mut());
     fragment
 }
 
-/// `plane_load_b(&tile, start, stride)`: the unit's fragment of the 16 × 8 `B` operand
-/// whose element `(k, n)` is `tile[start + k * stride + n]`, in [`mma_layout::b`]'s order.
+/// `plane_load_b(&tile, start, stride)`: the unit's fragment of the K × 8 `B` operand
+/// whose element `(k, n)` is `tile[start + k * stride + n]`, in [`MmaShape::b`]'s order.
 #[track_caller]
-pub fn plane_load_b<T: crate::scalar::MmaInput>(
+pub fn plane_load_b<T: MmaInput>(
     unit: &Unit,
     tile: &SharedMemory<'_, T>,
     start: u32,
     stride: u32,
-) -> [T; 4] {
+) -> T::FragmentB {
+    let mut fragment = T::FragmentB::default();
+    load_fragment(unit, MmaOperand::B, tile, start, stride, fragment.as_mut());
+    fragment
+}
+
+/// Fills `fragment` with the unit's elements of `operand` (see [`plane_load_a`]).
+#[track_caller]
+fn load_fragment<T: MmaInput>(
+    unit: &Unit,
+    operand: MmaOperand,
+    tile: &SharedMemory<'_, T>,
+    start: u32,
+    stride: u32,
+    fragment: &mut [T],
+) {
+    let Some(shape) = MmaShape::of(T::ELEM) else {
+        return;
+    };
     let lane = unit.unit_pos_plane();
-    let mut fragment = [T::default(); 4];
     for (i, element) in (0u32..).zip(fragment.iter_mut()) {
-        let (row, column) = mma_layout::b(lane, i);
+        let (row, column) = shape.element(operand, lane, i);
         *element = tile.load(fragment_index(start, stride, row, column));
     }
-    fragment
 }
 
 /// `start + row * stride + column`, saturating: an index past `u32::MAX` is out of bounds

@@ -23,9 +23,9 @@ mod unit;
 pub use array::{AccessMonitor, Args, Array, Indexable, RawArray};
 pub use atomic::*;
 pub use cooperative::{
-    PLANE_DIM, SharedMemory, mma_layout, plane_all, plane_any, plane_broadcast, plane_load_a,
-    plane_load_b, plane_max, plane_min, plane_mma, plane_shuffle, plane_sum, run_cube_cooperative,
-    shared_array, sync_cube,
+    PLANE_DIM, SharedMemory, plane_all, plane_any, plane_broadcast, plane_load_a, plane_load_b,
+    plane_max, plane_min, plane_mma, plane_shuffle, plane_sum, run_cube_cooperative, shared_array,
+    sync_cube,
 };
 pub use exclusive::{
     ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, GatheredArray, exclusive_cubes,

@@ -8,6 +8,7 @@
 use super::ComputeClient;
 use crate::backtrace::BackTrace;
 use crate::config::{BoundsCheckMode, ProfileLevel};
+use crate::elem::ElemType;
 use crate::error::{IoError, LaunchError, ProfileError, ResourceLimitError, ServerError};
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::profile::ProfileDuration;
@@ -307,8 +308,40 @@ impl<R: Runtime> ComputeClient<R> {
                     cube_dim = ?cube_dim
                 )
                 .entered();
+                self.check_mma_features(&definition)?;
                 R::language_kernel(&definition, cube_dim)
             })
+    }
+
+    /// Refuses a kernel whose tensor-core operations the device lacks
+    /// (`Features::plane_mma`, `Features::plane_mma_fp8`) before any backend tries to
+    /// build it.
+    fn check_mma_features(
+        &self,
+        definition: &cubert_lang::KernelDefinition,
+    ) -> Result<(), LaunchError> {
+        // A failed expansion is reported by the build with its own message.
+        let Ok(ir) = definition.ir() else {
+            return Ok(());
+        };
+        let features = self.features();
+        for elem in ir.mma_inputs() {
+            let fp8 = matches!(elem, ElemType::E4M3 | ElemType::E5M2);
+            let (supported, feature) = if fp8 {
+                (features.plane_mma_fp8, "plane_mma_fp8")
+            } else {
+                (features.plane_mma, "plane_mma")
+            };
+            if !supported {
+                return Err(LaunchError::unsupported(format!(
+                    "kernel `{}`: plane_mma on {elem} fragments needs tensor cores the {} \
+                     device lacks (Features::{feature} is false)",
+                    definition.id(),
+                    R::name()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Launches `kernel` without bounds checks (unless `[compilation] bounds_check` asks for

@@ -115,6 +115,7 @@ impl DryRunTarget {
                     types: ElemType::ALL.into_iter().collect(),
                     plane: true,
                     plane_mma: true,
+                    plane_mma_fp8: true,
                     strict_float_math: true,
                     f64_transcendentals: true,
                     ..Features::default()

@@ -7,7 +7,7 @@
 //! two and the alignment of `n`), so a choice is cached per shape class, in memory and on
 //! disk, as every tuned kernel's. Benchmarks run on inputs of the caller's shape filled with
 //! the standard pattern; every tiling accumulates each output in the same order (`k`
-//! ascending, 16 at a time, one `mma` per step), so the check compares their outputs bit
+//! ascending, K at a time, one `mma` per step), so the check compares their outputs bit
 //! for bit.
 
 use super::candidate::{Candidate, CandidateSet};
@@ -24,7 +24,7 @@ use crate::runtime::Runtime;
 use std::sync::Arc;
 
 /// The tensor-core matmul's tilings that fit `client`'s device, as a candidate set for
-/// `elem` (`bf16` or `f16`).
+/// `elem` (`bf16`, `f16`, or `f32` multiplied as TF32).
 ///
 /// # Errors
 /// [`LaunchError::Unsupported`] where the device has no tensor cores
@@ -40,9 +40,9 @@ pub fn matmul_candidates<R: Runtime>(
             R::name()
         )));
     }
-    if !matches!(elem, ElemType::BF16 | ElemType::F16) {
+    if !matches!(elem, ElemType::BF16 | ElemType::F16 | ElemType::F32) {
         return Err(LaunchError::unsupported(format!(
-            "the tensor-core matmul multiplies bf16 or f16, not {elem}"
+            "the tensor-core matmul multiplies bf16, f16 or f32 (as TF32), not {elem}"
         )));
     }
     let operation = format!("matmul_tensor_cores_{elem}");
@@ -55,7 +55,7 @@ pub fn matmul_candidates<R: Runtime>(
         let shared_max = client.properties().hardware.max_shared_memory_size;
         let fitting = MMA_TILINGS
             .into_iter()
-            .filter(|tiling| tiling.shared_bytes() as usize <= shared_max);
+            .filter(|tiling| tiling.shared_bytes(elem) as usize <= shared_max);
         for (index, tiling) in fitting.enumerate() {
             // The default and the next two are tried at every level, the rest from
             // `balanced` on.
@@ -119,7 +119,8 @@ pub fn matmul_tuned<R: Runtime>(
     tuner.execute(client, &set, problem)
 }
 
-/// `out = lhs × rhs` on tensor cores (`bf16`/`f16` in and out, `f32` sums) with the tiling
+/// `out = lhs × rhs` on tensor cores (`bf16`/`f16` in and out, or `f32` as TF32; `f32`
+/// sums) with the tiling
 /// the process's tuner picks for the shape.
 ///
 /// # Errors

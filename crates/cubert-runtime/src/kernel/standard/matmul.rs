@@ -2,7 +2,7 @@
 //! row-major `lhs` (`m × k`), `rhs` (`k × n`) and `out` (`m × n`) (buffers
 //! `[lhs, rhs, out]`, info `[m, k, n]`).
 //!
-//! Two kernels tile the output in different ways, and a backend picks the one that suits
+//! Three kernels tile the output in different ways, and a backend picks the one that suits
 //! it (its variants, [`MatmulTiling`]):
 //!
 //! - [`matmul_by_unit`]: each unit computes blocks of 4 rows × 8 columns over the whole
@@ -17,10 +17,14 @@
 //!   operands go through shared memory `depth` columns of `lhs` (transposed, padded
 //!   against bank conflicts) and rows of `rhs` at a time, `rhs` in lines of 4 where
 //!   `lines` and `n` allow: what GPUs want.
+//! - [`matmul_double_buffered`]: the same cooperation with two shared buffers (the next
+//!   step's operands travel through registers while the cube multiplies this one), 8 × 8
+//!   outputs per unit in 4 × 4 blocks (16-byte shared loads) and both operands in lines of
+//!   4: the fast path for large products on GPUs.
 //!
 //! Every output element sums `lhs[i][p] * rhs[p][j]` for `p` in order from 0 to `k` in
 //! `A` (`f32` for the half types; integers wrap), one fused multiply-add (`mul_add`, one
-//! rounding) per step, so both kernels give the same bits on every backend. (On the CPU
+//! rounding) per step, so every kernel gives the same bits on every backend. (On the CPU
 //! the unit kernel runs as AVX2 and FMA code where the processor has them; elsewhere on
 //! x86-64 `mul_add` is a library call, exact but several times slower.) Both are correct
 //! for any grid (tiles are strided over the cubes the grid has), and their accesses are
@@ -257,6 +261,189 @@ pub fn matmul_tiled<T: Numeric, A: Numeric>(
     }
 }
 
+/// The units of a cube compute a `block_rows × block_cols` tile together, each an 8 × 8
+/// block of it in local sums, through two shared buffers: while the cube multiplies one
+/// step of `depth` columns of `lhs` (transposed in shared memory, rows padded by 4) and
+/// rows of `rhs`, each unit holds its part of the next step in registers, read from
+/// global memory in lines of 4 (where `k` and `n` are multiples of 4; element by element
+/// otherwise), and stores it into the other buffer after: one barrier per step.
+///
+/// The cube has `block_cols / 8 × block_rows / 8` units; unit `(tx, ty)` sums rows
+/// `ty * 4 + i` and `block_rows / 2 + ty * 4 + i`, columns `tx * 4 + j` and
+/// `block_cols / 2 + tx * 4 + j` (`i`, `j` < 4) of the tile: each step reads 4 runs of 4
+/// consecutive shared elements (one 16-byte load each on GPUs) for 64 multiply-adds, and
+/// a plane's stores are runs of 4 consecutive columns. Cube `(x, y)` takes the tiles
+/// `(x + iX, y + jY)`, like [`matmul_tiled`]; the sums and their order are the same.
+#[cubert_macros::kernel(crate = crate)]
+pub fn matmul_double_buffered<T: Numeric, A: Numeric>(
+    lhs: &Array<T>,
+    rhs: &Array<T>,
+    out: &mut Array<T>,
+    m: u64,
+    k: u64,
+    n: u64,
+    #[comptime] block_rows: u32,
+    #[comptime] block_cols: u32,
+    #[comptime] depth: u32,
+) {
+    let lhs_stride = block_rows + 4u32;
+    let mut lhs_tile = SharedMemory::<A>::new(2u32 * depth * (block_rows + 4u32));
+    let mut rhs_tile = SharedMemory::<A>::new(2u32 * depth * block_cols);
+    // At most one past what the buffers hold (see the module docs).
+    let mut rows_end = m.min(out.len() as u64 + 1u64);
+    let mut cols_end = n.min(out.len() as u64 + 1u64);
+    let inner_end = k.min(lhs.len() as u64 + 1u64).min(rhs.len() as u64 + 1u64);
+    if inner_end > 0u64 {
+        rows_end = rows_end.min(lhs.len() as u64 + 1u64);
+        cols_end = cols_end.min(rhs.len() as u64 + 1u64);
+    }
+    let rows = rows_end.min(4294967295u64) as u32;
+    let inner = inner_end.min(4294967295u64) as u32;
+    let cols = cols_end.min(4294967295u64) as u32;
+    let tiles_y = ((rows_end + (block_rows - 1u32) as u64) / block_rows as u64) as u32;
+    let tiles_x = ((cols_end + (block_cols - 1u32) as u64) / block_cols as u64) as u32;
+    let units_x = block_cols / 8u32;
+    let units = units_x * (block_rows / 8u32);
+    let unit = UNIT_POS_Y * units_x + UNIT_POS_X;
+    let lines = inner % 4u32 == 0u32 && cols % 4u32 == 0u32;
+    let steps = (inner + depth - 1u32) / depth;
+    // Lines of 4 each unit moves per step: of `lhs` and of `rhs` (the tiling makes them
+    // whole: at most 2 each).
+    let lhs_lines = block_rows * depth / 4u32 / units;
+    let rhs_lines = depth * block_cols / 4u32 / units;
+    for tile_y in (CUBE_POS_Y..tiles_y).step_by(CUBE_COUNT_Y) {
+        for tile_x in (CUBE_POS_X..tiles_x).step_by(CUBE_COUNT_X) {
+            let row0 = tile_y * block_rows;
+            let col0 = tile_x * block_cols;
+            let mut acc = [0u32 as A; 64];
+            let mut lhs_next = [0u32 as A; 8];
+            let mut rhs_next = [0u32 as A; 8];
+            // Trip `s` reads step `s` into registers, multiplies step `s - 1` from its
+            // buffer, then stores step `s` into the other buffer.
+            for s in 0..steps + 1u32 {
+                let p0 = s * depth;
+                if s < steps {
+                    for l in 0..lhs_lines {
+                        let line = unit + l * units;
+                        let r = line / (depth / 4u32);
+                        let q = (line % (depth / 4u32)) * 4u32;
+                        let row = row0 + r;
+                        if lines {
+                            if row < rows && p0 + q < inner {
+                                let x = lhs.line::<4>((row * inner + p0 + q) / 4u32);
+                                for j in 0..4u32 {
+                                    lhs_next[l * 4u32 + j] = x[j] as A;
+                                }
+                            } else {
+                                for j in 0..4u32 {
+                                    lhs_next[l * 4u32 + j] = 0u32 as A;
+                                }
+                            }
+                        } else {
+                            for j in 0..4u32 {
+                                let mut value = 0u32 as A;
+                                if row < rows && p0 + q + j < inner {
+                                    value = lhs[row * inner + p0 + q + j] as A;
+                                }
+                                lhs_next[l * 4u32 + j] = value;
+                            }
+                        }
+                    }
+                    for l in 0..rhs_lines {
+                        let line = unit + l * units;
+                        let q = line / (block_cols / 4u32);
+                        let c = (line % (block_cols / 4u32)) * 4u32;
+                        let col = col0 + c;
+                        if lines {
+                            if p0 + q < inner && col < cols {
+                                let x = rhs.line::<4>(((p0 + q) * cols + col) / 4u32);
+                                for j in 0..4u32 {
+                                    rhs_next[l * 4u32 + j] = x[j] as A;
+                                }
+                            } else {
+                                for j in 0..4u32 {
+                                    rhs_next[l * 4u32 + j] = 0u32 as A;
+                                }
+                            }
+                        } else {
+                            for j in 0..4u32 {
+                                let mut value = 0u32 as A;
+                                if p0 + q < inner && col + j < cols {
+                                    value = rhs[(p0 + q) * cols + col + j] as A;
+                                }
+                                rhs_next[l * 4u32 + j] = value;
+                            }
+                        }
+                    }
+                }
+                if s > 0u32 {
+                    let lhs_first = ((s - 1u32) % 2u32) * depth * lhs_stride;
+                    let rhs_first = ((s - 1u32) % 2u32) * depth * block_cols;
+                    for q in 0..depth {
+                        let mut a = [0u32 as A; 8];
+                        let mut b = [0u32 as A; 8];
+                        let a_at = lhs_first + q * lhs_stride + UNIT_POS_Y * 4u32;
+                        let b_at = rhs_first + q * block_cols + UNIT_POS_X * 4u32;
+                        for i in 0..4u32 {
+                            a[i] = lhs_tile[a_at + i];
+                            a[4u32 + i] = lhs_tile[a_at + block_rows / 2u32 + i];
+                            b[i] = rhs_tile[b_at + i];
+                            b[4u32 + i] = rhs_tile[b_at + block_cols / 2u32 + i];
+                        }
+                        for i in 0..8u32 {
+                            for j in 0..8u32 {
+                                acc[i * 8u32 + j] = a[i].mul_add(b[j], acc[i * 8u32 + j]);
+                            }
+                        }
+                    }
+                }
+                if s < steps {
+                    let lhs_first = (s % 2u32) * depth * lhs_stride;
+                    let rhs_first = (s % 2u32) * depth * block_cols;
+                    for l in 0..lhs_lines {
+                        let line = unit + l * units;
+                        let r = line / (depth / 4u32);
+                        let q = (line % (depth / 4u32)) * 4u32;
+                        for j in 0..4u32 {
+                            lhs_tile[lhs_first + (q + j) * lhs_stride + r] = lhs_next[l * 4u32 + j];
+                        }
+                    }
+                    for l in 0..rhs_lines {
+                        let line = unit + l * units;
+                        let q = line / (block_cols / 4u32);
+                        let c = (line % (block_cols / 4u32)) * 4u32;
+                        for j in 0..4u32 {
+                            rhs_tile[rhs_first + q * block_cols + c + j] = rhs_next[l * 4u32 + j];
+                        }
+                    }
+                }
+                sync_cube();
+            }
+            for i in 0..8u32 {
+                let row = row0 + UNIT_POS_Y * 4u32 + (i / 4u32) * (block_rows / 2u32) + i % 4u32;
+                for h in 0..2u32 {
+                    let col = col0 + UNIT_POS_X * 4u32 + h * (block_cols / 2u32);
+                    if row < rows {
+                        if lines && col < cols {
+                            let mut v = [0u32 as T; 4];
+                            for j in 0..4u32 {
+                                v[j] = acc[i * 8u32 + h * 4u32 + j] as T;
+                            }
+                            out.set_line((row * cols + col) / 4u32, v);
+                        } else {
+                            for j in 0..4u32 {
+                                if col + j < cols {
+                                    out[row * cols + col + j] = acc[i * 8u32 + h * 4u32 + j] as T;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// How a matmul kernel tiles the output: which of the two kernels runs, and its tile. A
 /// backend's matmul variants are a table of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -282,6 +469,14 @@ pub enum MatmulTiling {
         /// Whether `rhs` is read by lines of 4.
         lines: bool,
     },
+    /// [`matmul_double_buffered`]: tiles of `block.0` rows × `block.1` columns, `depth`
+    /// deep, 8 × 8 outputs per unit.
+    DoubleBuffered {
+        /// Rows and columns of a cube's tile.
+        block: (u32, u32),
+        /// Steps of `k` per shared-memory buffer.
+        depth: u32,
+    },
 }
 
 impl MatmulTiling {
@@ -292,6 +487,9 @@ impl MatmulTiling {
             MatmulTiling::Tiled { block, unit, .. } => {
                 CubeDim::new_2d(block.1 / unit.1.max(1), block.0 / unit.0.max(1))
             }
+            MatmulTiling::DoubleBuffered { block, .. } => {
+                CubeDim::new_2d((block.1 / 8).max(1), (block.0 / 8).max(1))
+            }
         }
     }
 
@@ -299,16 +497,41 @@ impl MatmulTiling {
     pub fn tile(&self) -> (u32, u32) {
         match *self {
             MatmulTiling::Unit { rows, cols } => (cols.max(1) * 8, rows.max(1) * 4),
-            MatmulTiling::Tiled { block, .. } => (block.1, block.0),
+            MatmulTiling::Tiled { block, .. } | MatmulTiling::DoubleBuffered { block, .. } => {
+                (block.1, block.0)
+            }
         }
     }
 
     /// Why the tiling can't be built, if it can't: a tiled kernel's unit block must divide
     /// its tile and hold at most 8 × 8 outputs, its depth must be positive, and a cube at
-    /// most 1024 units.
+    /// most 1024 units; a double-buffered kernel's tile sides must be multiples of 8, its
+    /// depth a multiple of 4, and each unit must move whole lines of 4 of each operand,
+    /// at most 2 (`16 · depth` a multiple of each side, at most twice it).
     fn invalid(&self) -> Option<String> {
         match *self {
             MatmulTiling::Unit { .. } => None,
+            MatmulTiling::DoubleBuffered { block, depth } => {
+                let (rows, cols) = block;
+                let lines = |side: u32| {
+                    side > 0 && (16 * depth).is_multiple_of(side) && 16 * depth / side <= 2
+                };
+                let units = self.cube_dim().num_elems();
+                let valid = rows.is_multiple_of(8)
+                    && cols.is_multiple_of(8)
+                    && depth > 0
+                    && depth.is_multiple_of(4)
+                    && lines(rows)
+                    && lines(cols)
+                    && units <= 1024;
+                (!valid).then(|| {
+                    format!(
+                        "a double-buffered tile of {rows} x {cols}, {depth} deep, isn't a matmul \
+                         tiling (sides multiples of 8, depth a multiple of 4, 16 x depth a \
+                         multiple of each side and at most twice it)"
+                    )
+                })
+            }
             MatmulTiling::Tiled {
                 block, depth, unit, ..
             } => {
@@ -350,6 +573,9 @@ pub fn matmul_definition(
                 unit,
                 lines,
             } => matmul_tiled::definition::<T, A>(block.0, block.1, depth, unit.0, unit.1, lines),
+            MatmulTiling::DoubleBuffered { block, depth } => {
+                matmul_double_buffered::definition::<T, A>(block.0, block.1, depth)
+            }
         }
     }
     if let Some(reason) = tiling.invalid() {

@@ -21,6 +21,8 @@
 //!   linear order walks down a group's rows before moving right), so that the cubes
 //!   running together share operand tiles in the L2 cache.
 //!
+//! `f32` goes through the same tilings as TF32 in [`super::matmul_tf32`].
+//!
 //! Every shape works: tiles past the edges load zeros and store nothing. Sums are in `f32`
 //! in the tensor cores' order; on integer inputs whose sums are exact the result is the
 //! exact product on every backend (the CPU emulates `plane_mma` exactly).
@@ -71,8 +73,12 @@ impl MmaTiling {
         crate::CubeCount::Static(n.div_ceil(self.tile_n), m.div_ceil(self.tile_m), 1)
     }
 
-    /// Shared memory a cube uses, in bytes (for 2-byte elements).
-    pub const fn shared_bytes(&self) -> u32 {
+    /// Shared memory a cube uses, in bytes, for `elem`: 2-byte elements with this
+    /// module's padding, `f32` with the TF32 kernel's ([`super::matmul_tf32`]).
+    pub fn shared_bytes(&self, elem: ElemType) -> u32 {
+        if elem == ElemType::F32 {
+            return super::matmul_tf32::shared_bytes(self);
+        }
         2 * self.stages * (self.tile_m * (self.depth + PAD) + self.depth * (self.tile_n + PAD))
     }
 
@@ -143,13 +149,16 @@ const fn tiling(
 }
 
 /// `out = lhs × rhs` on tensor cores with `tiling`, for row-major `lhs` (`m × k`), `rhs`
-/// (`k × n`) and `out` (`m × n`) of `elem` (`bf16` or `f16`), summed in `f32`: the
-/// arguments checked, then [`matmul_plane_mma`] launched without bounds checks (its
-/// accesses are in bounds for every checked shape: copies and stores are guarded by the
-/// matrices' edges, shared indices by the tiling).
+/// (`k × n`) and `out` (`m × n`) of `elem`, summed in `f32`: `bf16` or `f16`
+/// ([`matmul_plane_mma`]), or `f32` multiplied as TF32
+/// ([`super::matmul_tf32::matmul_plane_mma_tf32`]). The arguments are checked, then the
+/// kernel is launched without bounds checks (its accesses are in bounds for every checked
+/// shape: copies and stores are guarded by the matrices' edges, shared indices by the
+/// tiling).
 ///
 /// # Errors
-/// - [`IoError::InvalidArgument`] (as a [`LaunchError`]): `elem` isn't `bf16` or `f16`,
+/// - [`IoError::InvalidArgument`] (as a [`LaunchError`]): `elem` isn't `bf16`, `f16` or
+///   `f32`,
 ///   the tiling isn't [`MmaTiling::is_valid`], a buffer holds fewer elements than its
 ///   matrix, or a matrix has more than `u32::MAX` elements;
 /// - [`LaunchError::Unsupported`] where the device has no tensor cores
@@ -166,9 +175,9 @@ pub fn matmul_tensor_cores<R: Runtime>(
     elem: ElemType,
     tiling: &MmaTiling,
 ) -> Result<(), LaunchError> {
-    if !matches!(elem, ElemType::BF16 | ElemType::F16) {
+    if !matches!(elem, ElemType::BF16 | ElemType::F16 | ElemType::F32) {
         return Err(IoError::invalid(format!(
-            "matmul_tensor_cores multiplies bf16 or f16, not {elem}"
+            "matmul_tensor_cores multiplies bf16, f16 or f32 (as TF32), not {elem}"
         ))
         .into());
     }
@@ -207,16 +216,19 @@ pub fn matmul_tensor_cores<R: Runtime>(
     // above), so the kernel's guarded copies and stores stay inside them, and a valid
     // tiling keeps every shared index inside its array; the kernel's loops are bounded.
     unsafe {
-        if elem == ElemType::BF16 {
-            matmul_plane_mma::launch_unchecked::<bf16, R>(
+        match elem {
+            ElemType::BF16 => matmul_plane_mma::launch_unchecked::<bf16, R>(
                 client, count, dim, lhs, rhs, out, m, k, n, t.tile_m, t.tile_n, t.planes_m,
                 t.planes_n, t.depth, t.stages,
-            )
-        } else {
-            matmul_plane_mma::launch_unchecked::<f16, R>(
+            ),
+            ElemType::F16 => matmul_plane_mma::launch_unchecked::<f16, R>(
                 client, count, dim, lhs, rhs, out, m, k, n, t.tile_m, t.tile_n, t.planes_m,
                 t.planes_n, t.depth, t.stages,
-            )
+            ),
+            _ => super::matmul_tf32::matmul_plane_mma_tf32::launch_unchecked::<R>(
+                client, count, dim, lhs, rhs, out, m, k, n, t.tile_m, t.tile_n, t.planes_m,
+                t.planes_n, t.depth, t.stages,
+            ),
         }
     }
 }
@@ -227,7 +239,7 @@ pub fn matmul_tensor_cores<R: Runtime>(
 /// [`MmaTiling::is_valid`].
 #[cubert_macros::kernel(crate = crate)]
 #[allow(clippy::too_many_arguments)]
-pub fn matmul_plane_mma<T: MmaInput>(
+pub fn matmul_plane_mma<T: MmaInput + Float>(
     lhs: &Array<T>,
     rhs: &Array<T>,
     out: &mut Array<T>,

@@ -20,6 +20,7 @@ mod build;
 pub mod elementwise;
 pub mod matmul;
 pub mod matmul_mma;
+pub mod matmul_tf32;
 pub mod reduce;
 
 pub use build::{
