@@ -320,10 +320,15 @@ impl<R: Runtime> ComputeClient<R> {
         &self,
         definition: &cubert_lang::KernelDefinition,
     ) -> Result<(), LaunchError> {
-        // A failed expansion is reported by the build with its own message.
+        // A failed expansion is reported by the build with its own message, and a kernel
+        // past the device's shared memory by the launch's resource check (the same error
+        // on every backend, whatever its tensor cores).
         let Ok(ir) = definition.ir() else {
             return Ok(());
         };
+        if ir.shared_memory_bytes() > self.properties().hardware.max_shared_memory_size {
+            return Ok(());
+        }
         let features = self.features();
         for elem in ir.mma_inputs() {
             let fp8 = matches!(elem, ElemType::E4M3 | ElemType::E5M2);
