@@ -578,23 +578,32 @@ pub fn tuned_standard_ops_compute_the_reference<B: TestBackend>() {
     );
 }
 
-/// The tensor-core matmul through the tuner (`tune::tensor_cores`): with the check on,
-/// every tiling that fits the device runs on the tuning inputs and is compared with the
-/// default; the chosen one computes the exact product of integer inputs, and the same
-/// shape class is then answered from memory. Where the device has no tensor cores the
-/// call is `Unsupported`.
+/// The tensor-core matmul through the tuner (`tune::tensor_cores`), for bf16 and for f32
+/// as TF32: with the check on, every tiling that fits the device runs on the tuning inputs
+/// and is compared with the default; the chosen one computes the exact product of integer
+/// inputs, and the same shape class is then answered from memory. Where the device has no
+/// tensor cores the call is `Unsupported`.
 pub fn tuned_tensor_core_matmul_computes_the_exact_product<B: TestBackend>() {
-    use cubert_runtime::LaunchError;
     use cubert_runtime::lang::prelude::bf16;
+    tuned_tensor_core_matmul_is_exact::<B, bf16>();
+    tuned_tensor_core_matmul_is_exact::<B, f32>();
+}
+
+fn tuned_tensor_core_matmul_is_exact<B: TestBackend, T>()
+where
+    T: cubert_runtime::lang::MmaInput + cubert_runtime::lang::Float + bytemuck::Pod + Send + Sync,
+{
+    use cubert_runtime::LaunchError;
     use cubert_runtime::tune::tensor_cores;
     let client = client::<B>();
     let (m, k, n) = (96usize, 80usize, 72usize);
-    let value = |i: usize| bf16::from_f32(((i * 29 + 3) % 7) as f32 - 3.0);
-    let lhs: Vec<bf16> = (0..m * k).map(value).collect();
-    let rhs: Vec<bf16> = (0..k * n).map(|i| value(i + 5)).collect();
+    let value = |i: usize| T::new(((i * 29 + 3) % 7) as f64 - 3.0);
+    let lhs: Vec<T> = (0..m * k).map(value).collect();
+    let rhs: Vec<T> = (0..k * n).map(|i| value(i + 5)).collect();
     let a = upload::<B, _>(&client, &lhs);
     let b = upload::<B, _>(&client, &rhs);
-    let out = upload::<B, _>(&client, &vec![bf16::from_f32(0.0); m * n]);
+    let out = upload::<B, _>(&client, &vec![T::new(0.0); m * n]);
+    let elem = <T as cubert_runtime::lang::Scalar>::ELEM;
     let problem = MatmulProblem {
         lhs: a,
         rhs: b,
@@ -602,7 +611,7 @@ pub fn tuned_tensor_core_matmul_computes_the_exact_product<B: TestBackend>() {
         m,
         k,
         n,
-        elem: ElemType::BF16,
+        elem,
     };
     let tuner = Tuner::new(TuneSettings {
         check: true,
@@ -621,23 +630,36 @@ pub fn tuned_tensor_core_matmul_computes_the_exact_product<B: TestBackend>() {
         return;
     }
     result.unwrap();
-    let got = read_elems::<B, bf16>(&client, &out);
+    let got = read_elems::<B, T>(&client, &out);
     let want = crate::language::host_product(&lhs, &rhs, (m, k, n));
     for (index, (got, want)) in got.iter().zip(&want).enumerate() {
         assert_eq!(
             got.to_bits(),
             want.to_bits(),
-            "out[{}][{}]",
+            "{elem}: out[{}][{}]",
             index / n,
             index % n
         );
     }
-    let set = tensor_cores::matmul_candidates(&client, ElemType::BF16).unwrap();
+    let set = tensor_cores::matmul_candidates(&client, elem).unwrap();
     let choice = tuner.choose(&client, &set, &problem).unwrap();
     assert_eq!(
         choice.source,
         Source::Memory,
         "the shape class was tuned once"
+    );
+    // An empty inner dimension: zeros, from the first tiling that fits the device, untuned.
+    let filled = upload::<B, _>(&client, &vec![T::new(5.0); m * n]);
+    let empty = MatmulProblem {
+        out: filled.clone(),
+        k: 0,
+        ..problem
+    };
+    tensor_cores::matmul_tuned(&tuner, &client, &empty).unwrap();
+    let zeros = read_elems::<B, T>(&client, &filled);
+    assert!(
+        zeros.iter().all(|v| v.to_bits() == T::new(0.0).to_bits()),
+        "{elem}: k = 0"
     );
     assert_eq!(tuner.stats().tunes, 1);
 }

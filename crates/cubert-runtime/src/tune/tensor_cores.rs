@@ -104,8 +104,13 @@ pub fn matmul_tuned<R: Runtime>(
 ) -> Result<(), ServerError> {
     let set = matmul_candidates(client, problem.elem)?;
     if problem.m == 0 || problem.k == 0 || problem.n == 0 {
-        // Nothing to tune: the default checks the arguments and fills `out` with zeros.
-        let default = &MMA_TILINGS[0];
+        // Nothing to tune: the first tiling that fits the device (the set has one) checks
+        // the arguments and fills `out` with zeros.
+        let shared_max = client.properties().hardware.max_shared_memory_size;
+        let default = MMA_TILINGS
+            .iter()
+            .find(|tiling| tiling.shared_bytes(problem.elem) as usize <= shared_max)
+            .unwrap_or(&MMA_TILINGS[0]);
         return Ok(matmul_tensor_cores(
             client,
             &problem.lhs,

@@ -117,8 +117,10 @@ impl MmaTiling {
 
 /// The tilings a GPU tries, the default first: 128 × 128 tiles of eight planes (64 × 32
 /// each) with 32 or 64 columns per step and three or four stages, 128 × 256 and 256 × 128
-/// of eight planes (64 × 64 each), 64 × 128 and 64 × 64 for products with few tiles.
-pub const MMA_TILINGS: [MmaTiling; 8] = [
+/// of eight planes (64 × 64 each), 64 × 128 and 64 × 64 for products with few tiles, and
+/// 64 × 64 in two stages last: the one that fits small shared memories (37 KiB in `f32`,
+/// within the CPU's 48 KiB).
+pub const MMA_TILINGS: [MmaTiling; 9] = [
     tiling(128, 128, 2, 4, 32, 4),
     tiling(128, 128, 2, 4, 32, 3),
     tiling(128, 128, 2, 4, 64, 3),
@@ -127,6 +129,7 @@ pub const MMA_TILINGS: [MmaTiling; 8] = [
     tiling(128, 256, 2, 4, 64, 3),
     tiling(64, 128, 2, 2, 32, 4),
     tiling(64, 64, 2, 2, 32, 4),
+    tiling(64, 64, 2, 2, 32, 2),
 ];
 
 /// A [`MmaTiling`] from its fields in order.
