@@ -103,8 +103,9 @@ pub fn bad_writes_are_refused_and_change_nothing<B: TestBackend>() {
 
 /// A copy between two handles is ordered on the stream like a launch: it sees a fill
 /// queued before it, and a launch queued after it sees the copied bytes; copies of views
-/// change only the destination view. A large copy (48 MiB, the CPU's multi-threaded path)
-/// arrives whole.
+/// change only the destination view. A large copy (48 MiB, the CPU's multi-threaded path,
+/// wgpu's copy kernel) arrives whole, and so do large copies between two ranges of one
+/// handle, on 16-byte boundaries and off them (wgpu: kernel and driver copy).
 pub fn copy_moves_bytes_between_handles_in_stream_order<B: TestBackend>() {
     let client = client::<B>();
     let source = client.create(Bytes::from_elems(vec![1u32; 64])).unwrap();
@@ -155,6 +156,21 @@ pub fn copy_moves_bytes_between_handles_in_stream_order<B: TestBackend>() {
     let big_destination = client.empty(len * 4).unwrap();
     ops::copy(&client, &big_source, &big_destination, len, ElemType::U32).unwrap();
     assert!(client.read_one(big_destination).unwrap().to_elems::<u32>() == big);
+    // Words [0, 1 Mi) onto [2 Mi, 3 Mi), then words [1, 1 Mi + 2) onto [4 Mi + 1, 5 Mi + 3),
+    // all in the one handle.
+    let mi = 1usize << 20;
+    let ranges = [(0, 2 * mi, mi), (1, 4 * mi + 1, mi + 2)];
+    let mut want = big.clone();
+    for (from, to, words) in ranges {
+        client
+            .copy(
+                &big_source.view(from as u64 * 4, words as u64 * 4).unwrap(),
+                &big_source.view(to as u64 * 4, words as u64 * 4).unwrap(),
+            )
+            .unwrap();
+        want.copy_within(from..from + words, to);
+    }
+    assert!(client.read_one(big_source).unwrap().to_elems::<u32>() == want);
 }
 
 /// Copies between handles of different sizes or views that overlap without being the same

@@ -21,6 +21,8 @@ pub struct WgpuKernel {
     /// A hash of the IR: what pipelines are cached by (two definitions may share an id).
     ir_hash: u64,
     shared_memory: Option<usize>,
+    /// The array slots a launch may print as `vec4` lines (`lang::vector::candidates`).
+    vector_candidates: u64,
 }
 
 impl WgpuKernel {
@@ -35,6 +37,7 @@ impl WgpuKernel {
         let ir_hash = fnv1a(format!("{ir:?}").as_bytes());
         Self {
             ir_hash,
+            vector_candidates: crate::lang::vector::candidates(&ir),
             id: id.into(),
             name: name.into(),
             cube_dim,
@@ -64,6 +67,12 @@ impl WgpuKernel {
     /// The specialization's id as text.
     pub fn id_text(&self) -> &str {
         &self.id
+    }
+
+    /// The array slots (bit `s` for slot `s`) accessed only by lines of four 4-byte
+    /// elements, which a launch prints as `array<vec4<T>>` where their bindings allow it.
+    pub fn vector_candidates(&self) -> u64 {
+        self.vector_candidates
     }
 
     /// A hash of the kernel's IR (with the id, the pipeline cache's key).

@@ -1,5 +1,6 @@
 //! Compute pipelines: a kernel's WGSL compiled for one device, cached by specialization (its
-//! id and a hash of its IR: two definitions may share an id), cube dim and execution mode.
+//! id and a hash of its IR: two definitions may share an id), cube dim, execution mode and
+//! the arrays printed as `vec4` lines (`lang::vector`).
 //!
 //! Every pipeline has the same kind of bind group layout, made explicitly (WGSL's automatic
 //! layout leaves out bindings a kernel doesn't use): binding 0 the status word
@@ -35,7 +36,7 @@ pub struct Pipeline {
 /// The pipelines of one device, in memory and (where the adapter can) on disk.
 #[derive(Debug, Default)]
 pub struct PipelineCache {
-    pipelines: HashMap<(String, u64, CubeDim, bool), Arc<Pipeline>>,
+    pipelines: HashMap<(String, u64, CubeDim, bool, u64), Arc<Pipeline>>,
     disk: Option<DiskCache>,
 }
 
@@ -76,6 +77,7 @@ impl PipelineCache {
             kernel.ir_hash(),
             kernel.cube_dim(),
             target.checked,
+            target.vector_lines,
         );
         if let Some(pipeline) = self.pipelines.get(&key) {
             return Ok(pipeline.clone());

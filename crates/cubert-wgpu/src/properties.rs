@@ -32,6 +32,7 @@ pub fn wgsl_target(features: wgpu::Features, checked: bool) -> WgslTarget {
         shader_int64: features.contains(wgpu::Features::SHADER_INT64),
         subgroups: features.contains(wgpu::Features::SUBGROUP),
         checked,
+        vector_lines: 0,
     }
 }
 

@@ -5,7 +5,10 @@
 //! repository walks through the data flow; in short:
 //!
 //! - launches are compute passes recorded into the pending encoder, submitted on `flush`,
-//!   `sync`, reads, writes and every [`LAUNCHES_PER_SUBMIT`] launches;
+//!   `sync`, reads, writes and every [`LAUNCHES_PER_SUBMIT`] launches; each launch prints
+//!   the arrays its kernel accesses only by lines of four as `vec4`s where their bindings
+//!   start on 16 bytes;
+//! - large aligned copies run as a kernel on GPUs, the driver's buffer copy otherwise;
 //! - wgpu orders every command of its one queue, so all streams are ordered after each
 //!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
 //! - reads and syncs return futures that wait for the device on the awaiting thread;
@@ -16,6 +19,7 @@
 use crate::device::{WgpuDevice, WgpuInfo};
 use crate::disk_cache::DiskCache;
 use crate::kernel::WgpuKernel;
+use crate::lang::WgslTarget;
 use crate::pipeline::PipelineCache;
 use crate::properties::{wanted_features, wgpu_properties, wgsl_target};
 use crate::readback::Readback;
@@ -26,7 +30,8 @@ use cubert_runtime::config::{CubertConfig, global_config};
 use cubert_runtime::copy::{CopyDescriptor, gather, scatter};
 use cubert_runtime::future::{DynFut, ready};
 use cubert_runtime::handle::MemoryId;
-use cubert_runtime::kernel::KernelMetadata;
+use cubert_runtime::kernel::standard::elementwise::copy_lines;
+use cubert_runtime::kernel::{KernelMetadata, MetadataBindingInfo};
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
     DeviceMemory, HostOrdering, MemoryAllocationMode, MemoryLimits, MemoryReport, MemoryUsage,
@@ -38,7 +43,7 @@ use cubert_runtime::server::{
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
-    Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
+    Binding, Bytes, CubeCount, CubeDim, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     LaunchError, ProfileError, ServerError, StreamId,
 };
 use std::collections::HashMap;
@@ -46,6 +51,15 @@ use std::path::Path;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 use wgpu::util::DeviceExt;
+
+/// Smallest device-to-device copy that runs as a kernel (`copy_lines`) rather than as the
+/// driver's buffer copy, on GPUs: NVIDIA's Vulkan driver copies buffers at about 850 GB/s
+/// on an H200, a kernel of `vec4` lines at about 4 TB/s (`docs/wgpu.md`); below this size
+/// the copy command's lower fixed cost wins.
+const COPY_KERNEL_MIN_BYTES: u64 = 1 << 20;
+
+/// Units per cube of the copy kernel.
+const COPY_KERNEL_UNITS: u32 = 256;
 
 /// Launches recorded before the pending encoder is submitted on its own.
 pub const LAUNCHES_PER_SUBMIT: usize = 64;
@@ -90,6 +104,11 @@ pub struct WgpuServer {
     /// The started profiles: host-timed (`Instant`) or device-timed (timestamps).
     profiles: HashMap<u64, StartedTiming>,
     next_token: u64,
+    /// Whether large aligned copies run as a kernel: on GPUs, not on a CPU adapter
+    /// (lavapipe's buffer copy is a `memcpy`, five times its kernel's speed).
+    kernel_copies: bool,
+    /// The copy kernel of large copies, built on first use.
+    copy_kernel: Option<WgpuKernel>,
 }
 
 /// How a started profile is timed.
@@ -190,6 +209,7 @@ impl WgpuServer {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let kernel_copies = !info.software;
         let utilities = ServerUtilities::new(device.to_id(), properties, info, layout, config);
         Ok(Self {
             device,
@@ -209,6 +229,8 @@ impl WgpuServer {
             checked_since: HashMap::new(),
             profiles: HashMap::new(),
             next_token: 0,
+            kernel_copies,
+            copy_kernel: None,
         })
     }
 
@@ -340,7 +362,12 @@ impl WgpuServer {
         Ok(())
     }
 
-    fn copy_one(&mut self, source: &Binding, destination: &Binding) -> Result<(), ServerError> {
+    fn copy_one(
+        &mut self,
+        source: &Binding,
+        destination: &Binding,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
         let from = self.resolve(source)?;
         let to = self.resolve(destination)?;
         if from.size != to.size {
@@ -369,6 +396,15 @@ impl WgpuServer {
             let descriptor = CopyDescriptor::bytes(destination.clone());
             return self.write_one(&descriptor, &bytes);
         }
+        if self.kernel_copies
+            && from.size >= COPY_KERNEL_MIN_BYTES
+            && from.size % 16 == 0
+            && from.size / 16 <= u64::from(u32::MAX)
+            && from.offset % 16 == 0
+            && to.offset % 16 == 0
+        {
+            return self.copy_by_kernel(source, destination, from.size / 16, stream);
+        }
         let gpu = self.gpu.clone();
         let encoder = self.encoder();
         if same_buffer {
@@ -393,6 +429,48 @@ impl WgpuServer {
         Ok(())
     }
 
+    /// Copies `lines` 16-byte lines from `source` to `destination` (distinct, 16-byte
+    /// aligned ranges) with the `copy_lines` kernel, as `vec4`s.
+    fn copy_by_kernel(
+        &mut self,
+        source: &Binding,
+        destination: &Binding,
+        lines: u64,
+        stream: StreamId,
+    ) -> Result<(), ServerError> {
+        let kernel = match &self.copy_kernel {
+            Some(kernel) => kernel.clone(),
+            None => {
+                let definition = copy_lines::definition();
+                let ir = definition
+                    .ir()
+                    .map_err(|error| LaunchError::unknown(error.to_string()))?;
+                let kernel = WgpuKernel::new(
+                    definition.id(),
+                    definition.name(),
+                    ir.clone(),
+                    CubeDim::new_1d(COPY_KERNEL_UNITS),
+                );
+                self.copy_kernel = Some(kernel.clone());
+                kernel
+            }
+        };
+        let max = u64::from(self.limits.max_compute_workgroups_per_dimension.max(1));
+        let cubes = lines.div_ceil(u64::from(COPY_KERNEL_UNITS)).max(1);
+        let rows = cubes.div_ceil(max).min(max);
+        let count = CubeCount::Static(cubes.min(max) as u32, rows as u32, 1);
+        let arguments = KernelArguments::new()
+            .with_buffers(vec![source.clone(), destination.clone()])
+            .with_info(MetadataBindingInfo::custom(vec![lines]));
+        self.run_launch(
+            &kernel,
+            &count,
+            &arguments,
+            ExecutionMode::Unchecked,
+            stream,
+        )
+    }
+
     fn run_launch(
         &mut self,
         kernel: &WgpuKernel,
@@ -408,9 +486,31 @@ impl WgpuServer {
             ));
         }
         let checked = mode != ExecutionMode::Unchecked;
-        let pipeline =
-            self.pipelines
-                .get(&self.gpu, wgsl_target(self.features, checked), kernel)?;
+        let alignment = u64::from(self.limits.min_storage_buffer_offset_alignment.max(4));
+        let candidates = kernel.vector_candidates();
+        let mut vector_lines = 0u64;
+        let mut resources = Vec::with_capacity(arguments.buffers.len());
+        for (slot, binding) in arguments.buffers.iter().enumerate() {
+            let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+            let base = resource.offset - resource.offset % alignment;
+            let relative = resource.offset - base;
+            // A line array prints as `vec4` where its start is on 16 bytes of the binding
+            // and the binding, rounded up to whole vectors, stays inside the buffer.
+            let vector_size = (relative + resource.size).max(16).next_multiple_of(16);
+            if slot < 64
+                && candidates & (1 << slot) != 0
+                && relative % 16 == 0
+                && base + vector_size <= resource.buffer.size()
+            {
+                vector_lines |= 1 << slot;
+            }
+            resources.push((resource, base, relative));
+        }
+        let target = WgslTarget {
+            vector_lines,
+            ..wgsl_target(self.features, checked)
+        };
+        let pipeline = self.pipelines.get(&self.gpu, target, kernel)?;
         if arguments.buffers.len() != pipeline.elem_sizes.len() {
             return Err(LaunchError::unknown(format!(
                 "kernel `{}` takes {} arrays, the launch binds {}",
@@ -420,15 +520,11 @@ impl WgpuServer {
             ))
             .into());
         }
-        let alignment = u64::from(self.limits.min_storage_buffer_offset_alignment.max(4));
         let mut words: Vec<u32> =
             Vec::with_capacity(2 * (arguments.buffers.len() + arguments.info.data.len()));
         let mut ranges = Vec::with_capacity(arguments.buffers.len());
-        for (slot, binding) in arguments.buffers.iter().enumerate() {
-            let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
+        for (slot, (resource, base, relative)) in resources.into_iter().enumerate() {
             let elem = pipeline.elem_sizes[slot];
-            let base = resource.offset - resource.offset % alignment;
-            let relative = resource.offset - base;
             if relative % elem != 0 {
                 return Err(LaunchError::unknown(format!(
                     "kernel `{}`: array {slot} starts {} bytes into its memory, not on a \
@@ -438,10 +534,14 @@ impl WgpuServer {
                 ))
                 .into());
             }
-            let size = (relative + resource.size)
-                .max(4)
-                .next_multiple_of(4)
-                .min(resource.buffer.size() - base);
+            let size = if vector_lines & (1 << slot) != 0 {
+                (relative + resource.size).max(16).next_multiple_of(16)
+            } else {
+                (relative + resource.size)
+                    .max(4)
+                    .next_multiple_of(4)
+                    .min(resource.buffer.size() - base)
+            };
             words.push(u32::try_from(relative / elem).unwrap_or(u32::MAX));
             words.push(u32::try_from(resource.size / elem).unwrap_or(u32::MAX));
             ranges.push((resource.buffer, base, size));
@@ -695,7 +795,7 @@ impl ComputeServer for WgpuServer {
     }
 
     fn copy(&mut self, source: Binding, destination: Binding, stream: StreamId) {
-        if let Err(error) = self.copy_one(&source, &destination) {
+        if let Err(error) = self.copy_one(&source, &destination, stream) {
             self.errors.push(stream, error);
         }
     }

@@ -200,7 +200,8 @@ fn cooperation(floats: &mut Array<f32>, ints: &mut Array<i32>, units: &mut Array
     floats[0] = partial[0];
 }
 
-/// The targets the tests print for: every feature and none, checked and not.
+/// The targets the tests print for: every feature and none, checked and not (with every
+/// feature, each array accessed only by lines of 4 prints as `vec4`s).
 fn targets() -> [(&'static str, WgslTarget); 4] {
     let every = WgslTarget {
         shader_f16: true,
@@ -208,6 +209,7 @@ fn targets() -> [(&'static str, WgslTarget); 4] {
         shader_int64: true,
         subgroups: true,
         checked: true,
+        vector_lines: u64::MAX,
     };
     let none = WgslTarget {
         shader_f16: false,
@@ -215,6 +217,7 @@ fn targets() -> [(&'static str, WgslTarget); 4] {
         shader_int64: false,
         subgroups: false,
         checked: false,
+        vector_lines: 0,
     };
     [
         ("every feature, checked", every),
@@ -364,6 +367,83 @@ fn assert_all_print(definitions: &[(KernelDefinition, (u32, u32, u32))]) {
     );
 }
 
+/// Adds by lines of 4 (`a` and `out`), reading `b` element by element too.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn add_lines_mixed<T: Numeric>(a: &Array<T>, b: &Array<T>, out: &mut Array<T>) {
+    let i = ABSOLUTE_POS;
+    if i * 4 < out.len() {
+        let x = a.line::<4>(i);
+        let y = b.line::<4>(i);
+        let mut z = x;
+        for k in 0..4u32 {
+            z[k] = x[k] + y[k] + b[i];
+        }
+        out.set_line(i, z);
+    }
+}
+
+#[test]
+fn arrays_accessed_only_by_lines_of_four_print_as_vec4() {
+    use cubert_wgpu::lang::vector::candidates;
+    let f32_kernel = add_lines_mixed::definition::<f32>();
+    let ir = f32_kernel.ir().unwrap();
+    // `b` is read by lines and by elements; `a` and `out` only by lines.
+    assert_eq!(candidates(ir), 0b101);
+    // 2-byte and 8-byte elements stay scalar.
+    assert_eq!(
+        candidates(add_lines_mixed::definition::<f16>().ir().unwrap()),
+        0
+    );
+    assert_eq!(
+        candidates(add_lines_mixed::definition::<f64>().ir().unwrap()),
+        0
+    );
+    let entry = entry_name(f32_kernel.name(), f32_kernel.id());
+    for checked in [false, true] {
+        let target = WgslTarget {
+            checked,
+            ..targets()[0].1
+        };
+        let source = generate(ir, &entry, (256, 1, 1), &target).unwrap();
+        assert!(source.contains("cubert_a0: array<vec4<f32>>"), "{source}");
+        assert!(source.contains("cubert_a1: array<f32>"), "{source}");
+        assert!(source.contains("cubert_a2: array<vec4<f32>>"), "{source}");
+        validate(&source, &target).unwrap();
+        // Only the arrays the target names print as vectors.
+        let source = generate(
+            ir,
+            &entry,
+            (256, 1, 1),
+            &WgslTarget {
+                vector_lines: 0b100,
+                ..target
+            },
+        )
+        .unwrap();
+        assert!(source.contains("cubert_a0: array<f32>"), "{source}");
+        assert!(source.contains("cubert_a2: array<vec4<f32>>"), "{source}");
+        validate(&source, &target).unwrap();
+    }
+}
+
+#[test]
+fn constant_range_loops_print_unrolled_and_dynamic_ones_as_loops() {
+    let target = targets()[1].1;
+    // `for k in 0..4u32` over a line: four copies, each after `k`'s assignment.
+    let lines = add_lines_mixed::definition::<f32>();
+    let entry = entry_name(lines.name(), lines.id());
+    let source = generate(lines.ir().unwrap(), &entry, (64, 1, 1), &target).unwrap();
+    assert!(!source.contains("for (var t_"), "{source}");
+    for k in 0..4 {
+        assert!(source.contains(&format!(" = {k}u;")), "{source}");
+    }
+    // The standard kernel's grid-stride loop ends at a launch value: it stays a loop.
+    let standard = standard::lines_definition(StandardKernel::Add(ElemType::F32)).unwrap();
+    let entry = entry_name(standard.name(), standard.id());
+    let source = generate(standard.ir().unwrap(), &entry, (64, 1, 1), &target).unwrap();
+    assert_eq!(source.matches("for (var t_").count(), 1, "{source}");
+}
+
 #[test]
 fn every_language_test_kernel_prints_valid_wgsl() {
     let mut all = vec![
@@ -511,6 +591,7 @@ fn every_feature(checked: bool) -> WgslTarget {
         shader_int64: true,
         subgroups: true,
         checked,
+        vector_lines: 0,
     }
 }
 
@@ -938,13 +1019,50 @@ fn check_exact_float_ops<F: Float>(gpu: &Gpu) {
         "+", "-", "*", "/", "%", "min", "max", "sqrt", "recip", "round", "floor", "trunc", "-abs",
         "select", "ceil",
     ];
-    assert_same(&format!("{} ops", F::ELEM), &got, &want, &|k| {
+    let flush = |v: F| {
+        if cubert_test_suite::language::is_subnormal(v) {
+            F::from_bits(v.to_bits() & sign_bit::<F>())
+        } else {
+            v
+        }
+    };
+    // WGSL lets a driver flush subnormals and assume no NaNs (NVIDIA's does both): a
+    // result passes that is exact, or equal to the reference with every subnormal (inputs
+    // and results) taken as a zero of its sign, or any result of a comparison, `min` or
+    // `max` involving a NaN.
+    let relaxed: Vec<F> = got
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .map(|(k, (&g, &w))| {
+            let (a, b) = (x[k / 15], y[k / 15]);
+            let flushed = exact_float_reference(flush(a), flush(b))[k % 15];
+            let nan_ignored = matches!(k % 15, 5 | 6 | 13) && (is_nan(a) || is_nan(b));
+            if nan_ignored || same(flush(g), flush(flushed)) || same(flush(g), flush(w)) {
+                w
+            } else {
+                g
+            }
+        })
+        .collect();
+    assert_same(&format!("{} ops", F::ELEM), &relaxed, &want, &|k| {
         format!("{} of {:?}, {:?}", OPS[k % 15], x[k / 15], y[k / 15])
     });
 }
 
+/// Whether `v` is a NaN.
+#[allow(clippy::eq_op)] // `x != x`: whether a value of any scalar type is a NaN
+fn is_nan<F: Float>(v: F) -> bool {
+    v != v
+}
+
+/// The sign bit of `F`'s bits.
+fn sign_bit<F: Float>() -> u64 {
+    1 << (8 * F::ELEM.size() - 1)
+}
+
 #[test]
-fn float_arithmetic_runs_exactly_as_on_the_cpu() {
+fn float_arithmetic_matches_the_cpu_but_for_flushed_subnormals_and_ignored_nans() {
     let Some(gpu) = gpu() else { return };
     check_exact_float_ops::<f32>(&gpu);
     check_exact_float_ops::<f16>(&gpu);
@@ -1459,6 +1577,10 @@ fn transcendental_functions_keep_their_special_values() {
                 got.is_nan()
             } else if want.is_infinite() || want == 0.0 {
                 got == want
+            } else if (4..7).contains(&k) && v.abs() > std::f32::consts::PI {
+                // WGSL bounds `sin` and `cos` (and `tan`, their quotient) on [-π, π]
+                // only; NVIDIA's driver was 6e-4 off `tan(80)`.
+                got.is_finite() && (k == 6 || got.abs() <= 1.0)
             } else {
                 // WGSL's accuracy (and the trigonometric functions' absolute error).
                 let tolerance = if (4..7).contains(&k) {
@@ -1619,4 +1741,74 @@ fn lines_move_whole_lines_and_skip_elements_past_the_end() {
     let got: Vec<f32> = values_of(&outcome.arrays[2]);
     assert_eq!(got, (0..len).map(|i| (i * 3) as f32).collect::<Vec<_>>());
     assert_eq!(outcome.out_of_bounds, 2 * 3);
+}
+
+#[test]
+fn the_copy_kernel_moves_every_line_as_vectors_and_as_scalars() {
+    let Some(gpu) = gpu() else { return };
+    let definition = standard::elementwise::copy_lines::definition();
+    let entry = entry_name(definition.name(), definition.id());
+    let len = 4096usize;
+    let words: Vec<u32> = (0..len as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    for vector_lines in [0, u64::MAX] {
+        let target = WgslTarget {
+            vector_lines,
+            ..gpu.target(false)
+        };
+        let source = generate(definition.ir().unwrap(), &entry, (64, 1, 1), &target).unwrap();
+        assert_eq!(source.contains("array<vec4<u32>>"), vector_lines != 0);
+        let lines = (len / 4) as u64;
+        // A grid smaller than the lines: the kernel strides over the rest.
+        let outcome = gpu.run(
+            &source,
+            &entry,
+            &[
+                input(&words).with_offset(4),
+                output::<u32>(len).with_offset(8),
+            ],
+            &[lines],
+            (3, 1, 1),
+        );
+        assert!(values_of::<u32>(&outcome.arrays[1]) == words);
+    }
+}
+
+#[test]
+fn vector_lines_move_whole_lines_and_skip_elements_past_the_end() {
+    let Some(gpu) = gpu() else { return };
+    let definition = standard::lines_definition(StandardKernel::Add(ElemType::F32)).unwrap();
+    let entry = entry_name(definition.name(), definition.id());
+    for (len, checked) in [(1002usize, true), (1000, false), (1000, true)] {
+        let a: Vec<f32> = (0..len).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..len).map(|i| (i * 2) as f32).collect();
+        let lines = len.div_ceil(4) as u64;
+        let target = WgslTarget {
+            vector_lines: u64::MAX,
+            ..gpu.target(checked)
+        };
+        let source = generate(definition.ir().unwrap(), &entry, (64, 1, 1), &target).unwrap();
+        assert!(source.contains("array<vec4<f32>>"), "{source}");
+        // Views start whole vectors into their bindings, as the server binds them.
+        let outcome = gpu.run(
+            &source,
+            &entry,
+            &[
+                input(&a).with_offset(4),
+                input(&b),
+                output::<f32>(len).with_offset(8),
+            ],
+            &[lines],
+            ((lines as u32).div_ceil(64), 1, 1),
+        );
+        let got: Vec<f32> = values_of(&outcome.arrays[2]);
+        assert_eq!(got, (0..len).map(|i| (i * 3) as f32).collect::<Vec<_>>());
+        // A last line half outside: two elements skipped and reported per array.
+        let expected = if checked && len % 4 != 0 { 2 * 3 } else { 0 };
+        assert_eq!(
+            outcome.out_of_bounds, expected,
+            "len {len}, checked {checked}"
+        );
+    }
 }

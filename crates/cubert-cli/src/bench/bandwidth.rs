@@ -4,7 +4,8 @@
 //!
 //! Inputs are counter-based pseudo-random floats in [-1, 1) (so any element can be
 //! recomputed without keeping the inputs). The output is poisoned with NaN, one add runs and
-//! every element is checked bit for bit against `a + b`; then, after a warm-up, two timings
+//! every element is checked bit for bit against `a + b`; then, after a warm-up of at least
+//! [`WARM_UP`](super::timing::WARM_UP) (GPUs idle at low clocks), two timings
 //! of 10 runs each (5 quick), reported as medians:
 //!
 //! - `cubert_vadd_f32_256M`: the device time of one `ops::add`, measured by `client.profile`
@@ -19,7 +20,7 @@
 
 use super::copy;
 use super::recorder::Recorder;
-use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::timing::{gb_per_s, median, profile_clock, profiled_seconds, warm_up};
 use super::units::{MIB, count_label};
 use crate::error::CliResult;
 use crate::rng::mix_f32;
@@ -159,10 +160,9 @@ fn vector_add<R: Runtime>(
         );
         return Ok(());
     }
-    for _ in 0..2 {
-        ops::add(client, &a, &b, &out, len, ElemType::F32)?;
-    }
-    client.sync()?;
+    warm_up(client, || {
+        ops::add(client, &a, &b, &out, len, ElemType::F32)
+    })?;
     let mut device = Vec::with_capacity(reps);
     for _ in 0..reps {
         device.push(profiled_seconds(client, "vadd", || {
@@ -228,8 +228,7 @@ fn language_add<R: Runtime>(
         recorder.skip(name, &problem);
         return Ok(());
     }
-    launch()?;
-    client.sync()?;
+    warm_up(client, launch)?;
     let mut device = Vec::with_capacity(reps);
     for _ in 0..reps {
         device.push(profiled_seconds(client, "vadd_language", launch)?);

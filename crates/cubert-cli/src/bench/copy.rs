@@ -10,7 +10,8 @@
 //! every 64 MiB of it, each copy then stamped with its index in its first 16 bytes, so a
 //! copy that shifts or repeats blocks is caught. The destination is poisoned (all bits
 //! set), one copy runs and the start and end of every block are checked; after a warm-up
-//! two timings of 5 runs each (3 quick) are reported as medians:
+//! of at least [`WARM_UP`](super::timing::WARM_UP), two timings of 5 runs each (3 quick)
+//! are reported as medians:
 //!
 //! - `cubert_d2d_copy_<size>`: device time of one copy by `client.profile` (CUDA events on
 //!   CUDA, the host clock around the finished copy on the CPU);
@@ -19,7 +20,7 @@
 //! The destination is poisoned again before the last timed copy, whose result is checked.
 
 use super::recorder::Recorder;
-use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
+use super::timing::{gb_per_s, median, profile_clock, profiled_seconds, warm_up};
 use super::units::{GIB, KIB, MIB, size_label};
 use crate::error::CliResult;
 use crate::rng::mix;
@@ -160,10 +161,7 @@ pub fn run<R: Runtime>(
         recorder.skip(&wall_name, "the first copy is wrong (see above)");
         return Ok(());
     }
-    for _ in 0..2 {
-        copy()?;
-    }
-    client.sync()?;
+    warm_up(client, copy)?;
     let mut device = Vec::with_capacity(reps);
     for _ in 0..reps {
         device.push(profiled_seconds(client, "d2d copy", copy)?);

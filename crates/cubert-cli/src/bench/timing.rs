@@ -3,6 +3,34 @@
 use crate::error::CliResult;
 use cubert::properties::TimingMethod;
 use cubert::{ComputeClient, Runtime};
+use std::time::{Duration, Instant};
+
+/// Least wall time the warm-up of a bandwidth figure runs its work for. A GPU lowers its
+/// clocks while it idles and raises them again only under sustained work: on the H200, the
+/// NVIDIA Vulkan driver let the SM clock fall from 1980 MHz to 345-735 MHz within seconds of
+/// the host preparing data, and two millisecond-long warm-up runs did not raise it, so
+/// every figure after them measured the idle clock (`docs/wgpu.md`). CUDA keeps its clocks
+/// up while a context lives, so there it changes nothing.
+pub const WARM_UP: Duration = Duration::from_millis(500);
+
+/// Runs `work` and waits for it, at least twice and until [`WARM_UP`] has passed, so what
+/// is timed next runs at the clocks the device gives sustained work.
+///
+/// # Errors
+/// `work`'s error, or the sync's.
+pub fn warm_up<R: Runtime, E: std::error::Error + Send + Sync + 'static>(
+    client: &ComputeClient<R>,
+    mut work: impl FnMut() -> Result<(), E>,
+) -> CliResult<()> {
+    let start = Instant::now();
+    let mut runs = 0;
+    while runs < 2 || start.elapsed() < WARM_UP {
+        work()?;
+        client.sync()?;
+        runs += 1;
+    }
+    Ok(())
+}
 
 /// The median of `values` (the mean of the two middle ones for an even count); NaN if empty.
 pub fn median(values: &[f64]) -> f64 {

@@ -68,8 +68,9 @@ pub(super) fn length(slot: u32) -> String {
     format!("cubert_info[{}u]", offset_word(slot) + 1)
 }
 
-/// The module-scope declarations of the status word, the info words and the arrays.
-pub(super) fn bindings(arrays: &[ArrayParam]) -> String {
+/// The module-scope declarations of the status word, the info words and the arrays (those
+/// of `vector_lines`, by slot bit, as arrays of `vec4`).
+pub(super) fn bindings(arrays: &[ArrayParam], vector_lines: u64) -> String {
     let mut out = String::from(
         "@group(0) @binding(0) var<storage, read_write> cubert_status: array<atomic<u32>>;\n\
          @group(0) @binding(1) var<storage, read> cubert_info: array<u32>;\n",
@@ -79,10 +80,14 @@ pub(super) fn bindings(arrays: &[ArrayParam]) -> String {
         // buffer, and WebGPU refuses a buffer bound read-only and read-write in one
         // dispatch (the bind group layout is read-write throughout).
         let access = "read_write";
+        let storage = if slot < 64 && vector_lines & (1 << slot) != 0 {
+            format!("vec4<{}>", array.storage())
+        } else {
+            array.storage().to_string()
+        };
         out.push_str(&format!(
-            "@group(0) @binding({}) var<storage, {access}> cubert_a{slot}: array<{}>; // {}{}\n",
+            "@group(0) @binding({}) var<storage, {access}> cubert_a{slot}: array<{storage}>; // {}{}\n",
             slot + 2,
-            array.storage(),
             if array.mutable { "&mut " } else { "&" },
             array.elem,
         ));

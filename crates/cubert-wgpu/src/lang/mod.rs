@@ -111,6 +111,8 @@ mod memory;
 mod plane;
 mod shared;
 mod tensor;
+mod unroll;
+pub mod vector;
 mod wgsl_type;
 
 pub use error::GenerateError;
@@ -136,6 +138,10 @@ pub struct WgslTarget {
     /// Accesses to global and shared arrays are bounds-checked and count violations in
     /// `cubert_status[0]` (the launch's checked and validate modes).
     pub checked: bool,
+    /// The array slots (bit `s` for slot `s`) printed as `array<vec4<T>>`, each line one
+    /// access: a subset of [`vector::candidates`] whose bindings start on 16 bytes (see
+    /// [`vector`]); other bits are ignored.
+    pub vector_lines: u64,
 }
 
 /// A WGSL identifier for the specialization: the kernel's name (its characters that WGSL

@@ -107,11 +107,13 @@ impl Gpu {
             shader_int64: self.features.contains(wgpu::Features::SHADER_INT64),
             subgroups: self.features.contains(wgpu::Features::SUBGROUP),
             checked,
+            vector_lines: 0,
         }
     }
 
     fn storage_buffer(&self, contents: &[u8], read_back: bool) -> wgpu::Buffer {
-        let size = contents.len().next_multiple_of(4).max(4);
+        // Whole 16-byte vectors: arrays of lines may be bound as `array<vec4<T>>`.
+        let size = contents.len().next_multiple_of(16).max(16);
         let mut usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         if read_back {
             usage |= wgpu::BufferUsages::COPY_SRC;

@@ -47,6 +47,17 @@ pub fn copy<T: Scalar>(src: &Array<T>, dst: &mut Array<T>, len: u64) {
     }
 }
 
+/// Copies lines `0 .. lines` of 4 words from `src` to `dst` (the ranges must not overlap):
+/// a device-to-device copy as a kernel, for backends whose driver copies slower than a
+/// kernel streams (the wgpu backend on NVIDIA's Vulkan driver, `docs/wgpu.md`).
+#[cubert_macros::kernel(crate = crate)]
+pub fn copy_lines(src: &Array<u32>, dst: &mut Array<u32>, lines: u64) {
+    for i in (ABSOLUTE_POS..lines.min(4294967295u64) as u32).step_by(CUBE_COUNT * CUBE_DIM) {
+        let line = src.line::<4>(i);
+        dst.set_line(i, line);
+    }
+}
+
 /// `dst[i] = src[i] as D` for `i < len`, with the language's casts.
 #[cubert_macros::kernel(crate = crate)]
 pub fn cast<S: Scalar, D: Scalar>(src: &Array<S>, dst: &mut Array<D>, len: u64) {
