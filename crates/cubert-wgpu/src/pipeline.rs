@@ -31,6 +31,9 @@ pub struct Pipeline {
     pub layout: wgpu::BindGroupLayout,
     /// Element size in bytes of each array parameter, in slot order.
     pub elem_sizes: Vec<u64>,
+    /// Whether the kernel may count an out-of-bounds access in its status word (checked
+    /// accesses printed); a kernel without any can't, and its launch needs no status check.
+    pub counts_out_of_bounds: bool,
 }
 
 /// The pipelines of one device, in memory and (where the adapter can) on disk.
@@ -106,6 +109,7 @@ fn build(
         ))
     })?;
     dump(&entry, &source);
+    let counts_out_of_bounds = source.contains("&cubert_status[0]");
     let compilation_error = |log: String| {
         LaunchError::CompilationError(CompilationError {
             kernel: kernel.name().to_string(),
@@ -157,6 +161,7 @@ fn build(
         pipeline,
         layout,
         elem_sizes,
+        counts_out_of_bounds,
     })
 }
 

@@ -650,9 +650,13 @@ impl WgpuServer {
                 (CubeCount::Dynamic(_), None) => {}
             }
         }
-        let checked_kernels = self.checked_since.entry(stream).or_default();
-        if checked && !checked_kernels.contains(&name) {
-            checked_kernels.push(name);
+        // A kernel without checked accesses can't count one: its stream's next sync need
+        // not read the status word back for it.
+        if checked && pipeline.counts_out_of_bounds {
+            let checked_kernels = self.checked_since.entry(stream).or_default();
+            if !checked_kernels.contains(&name) {
+                checked_kernels.push(name);
+            }
         }
         self.recorded += 1;
         if self.recorded >= LAUNCHES_PER_SUBMIT {

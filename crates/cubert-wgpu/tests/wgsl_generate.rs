@@ -427,6 +427,23 @@ fn arrays_accessed_only_by_lines_of_four_print_as_vec4() {
 }
 
 #[test]
+fn only_kernels_with_checked_accesses_count_into_the_status_word() {
+    // The server reads the status word back after a checked launch only where the printed
+    // kernel counts into it (`&cubert_status[0]`).
+    let target = targets()[0].1;
+    let print = |definition: &KernelDefinition| {
+        let entry = entry_name(definition.name(), definition.id());
+        generate(definition.ir().unwrap(), &entry, (64, 1, 1), &target).unwrap()
+    };
+    let noop = standard::definition(StandardKernel::Noop)
+        .unwrap()
+        .unwrap()
+        .0;
+    assert!(!print(&noop).contains("&cubert_status[0]"));
+    assert!(print(&saxpy::definition::<f32>()).contains("&cubert_status[0]"));
+}
+
+#[test]
 fn constant_range_loops_print_unrolled_and_dynamic_ones_as_loops() {
     let target = targets()[1].1;
     // `for k in 0..4u32` over a line: four copies, each after `k`'s assignment.
