@@ -6,8 +6,8 @@
 //!
 //! - launches are compute passes recorded into the pending encoder, submitted on `flush`,
 //!   `sync`, reads, writes and every [`LAUNCHES_PER_SUBMIT`] launches; each launch prints
-//!   the arrays its kernel accesses only by lines of four as `vec4`s where their bindings
-//!   start on 16 bytes;
+//!   the arrays its kernel accesses only by lines of four as `vec4`s where they start on
+//!   16 bytes and are whole 16-byte vectors;
 //! - large aligned copies run as a kernel on GPUs, the driver's buffer copy otherwise;
 //! - wgpu orders every command of its one queue, so all streams are ordered after each
 //!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
@@ -494,13 +494,14 @@ impl WgpuServer {
             let resource = self.resolve(binding).map_err(LaunchError::IoError)?;
             let base = resource.offset - resource.offset % alignment;
             let relative = resource.offset - base;
-            // A line array prints as `vec4` where its start is on 16 bytes of the binding
-            // and the binding, rounded up to whole vectors, stays inside the buffer.
-            let vector_size = (relative + resource.size).max(16).next_multiple_of(16);
+            // A line array prints as `vec4` where it is whole vectors of the binding: its
+            // start and its size multiples of 16 bytes, so no access reaches past the
+            // handle into a neighbour in the same buffer.
             if slot < 64
                 && candidates & (1 << slot) != 0
                 && relative % 16 == 0
-                && base + vector_size <= resource.buffer.size()
+                && resource.size % 16 == 0
+                && resource.size > 0
             {
                 vector_lines |= 1 << slot;
             }
@@ -535,7 +536,7 @@ impl WgpuServer {
                 .into());
             }
             let size = if vector_lines & (1 << slot) != 0 {
-                (relative + resource.size).max(16).next_multiple_of(16)
+                relative + resource.size
             } else {
                 (relative + resource.size)
                     .max(4)

@@ -139,7 +139,7 @@ pub struct WgslTarget {
     /// `cubert_status[0]` (the launch's checked and validate modes).
     pub checked: bool,
     /// The array slots (bit `s` for slot `s`) printed as `array<vec4<T>>`, each line one
-    /// access: a subset of [`vector::candidates`] whose bindings start on 16 bytes (see
+    /// access: a subset of [`vector::candidates`] whose arrays are whole 16-byte vectors (see
     /// [`vector`]); other bits are ignored.
     pub vector_lines: u64,
 }

@@ -9,9 +9,9 @@
 //! kernel doesn't use atomics on, and every access a `LoadLine` or `StoreLine` of width 4
 //! (`len()` reads an info word, so it is allowed). A launch prints a candidate as `vec4`
 //! only where its binding allows it (the server's choice, [`super::WgslTarget::vector_lines`]):
-//! the array's first element on a 16-byte boundary of the binding, and the binding's size
-//! rounded up to 16 bytes inside the buffer. The offset word stays in elements (then a
-//! multiple of 4), so line `l` is `vec4` number `offset / 4 + l` of the binding.
+//! the array's first element on a 16-byte boundary of the binding and its size a multiple
+//! of 16 bytes, so a `vec4` never reaches past the array. The offset word stays in elements
+//! (then a multiple of 4), so line `l` is `vec4` number `offset / 4 + l` of the binding.
 //!
 //! In checked mode a line wholly below the length is one access; a line that isn't is
 //! loaded or stored element by element through vector components, each element checked
