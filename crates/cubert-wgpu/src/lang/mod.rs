@@ -70,7 +70,9 @@
 //!   don't race). Element `e` of the binding is in word `e / 4` (bytes) or `e / 2`
 //!   (half-words): the server binds ranges starting on a word (256-byte aligned) and
 //!   passes a view's start in `cubert_info[2s]`. `f64`, `i64`, `u64` are `array<f64>`,
-//!   `array<i64>`, `array<u64>`.
+//!   `array<i64>`, `array<u64>`. A 4-byte array in [`WgslTarget::vector_lines`] (accessed
+//!   only by lines of four) is `array<vec4<f32>>` and so on: its offset word, still in
+//!   elements, is then a multiple of 4, and the binding holds whole vectors ([`vector`]).
 //! - Shared arrays are `var<workgroup>` arrays of 32-bit registers (narrow types widened:
 //!   `4 * len` bytes each; 64-bit types 8) or atomics; the IR's `shared_memory_bytes` is
 //!   the language's (CUDA's) budget, not WGSL's.
