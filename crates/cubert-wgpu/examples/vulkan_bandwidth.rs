@@ -105,6 +105,13 @@ fn compile(wgsl: &str) -> Result<Shader> {
     })
 }
 
+/// Workgroups of `workgroup` units for `items` units: along x up to the limit, then rows.
+fn grid(items: u64, workgroup: u32) -> (u32, u32) {
+    let groups = items.div_ceil(u64::from(workgroup)).max(1);
+    let x = groups.min(u64::from(MAX_GROUPS_X)) as u32;
+    (x, groups.div_ceil(u64::from(MAX_GROUPS_X)) as u32)
+}
+
 /// How the three arrays of one measurement are placed.
 #[derive(Clone, Copy, Debug)]
 enum Placement {
@@ -632,28 +639,11 @@ impl Gpu {
                     .map(|&(buffer, offset)| (buffer, offset, size)),
             );
             pipeline.bind(device, &bound);
-            let groups = (elements / kernel.per_unit).div_ceil(u64::from(pipeline.workgroup));
-            let y = groups.div_ceil(u64::from(MAX_GROUPS_X)) as u32;
-            let x = groups.min(u64::from(MAX_GROUPS_X)) as u32;
+            let (x, y) = grid(elements / kernel.per_unit, pipeline.workgroup);
             let add = self.bandwidth(3 * size, |command| {
                 // SAFETY: recording into a command buffer in the recording state; the set
                 // binds live buffers.
-                unsafe {
-                    device.cmd_bind_pipeline(
-                        command,
-                        vk::PipelineBindPoint::COMPUTE,
-                        pipeline.pipeline,
-                    );
-                    device.cmd_bind_descriptor_sets(
-                        command,
-                        vk::PipelineBindPoint::COMPUTE,
-                        pipeline.layout,
-                        0,
-                        &[pipeline.set],
-                        &[],
-                    );
-                    device.cmd_dispatch(command, x, y, 1);
-                }
+                unsafe { pipeline.record(device, command, (x, y)) }
             })?;
             let checked = self.check_add(c, size)?;
             line += &format!("  {} {add:>7.1}{checked}", kernel.label);
@@ -813,27 +803,10 @@ impl Gpu {
             })?;
             let pipeline = &kernel.pipeline;
             pipeline.bind(device, &[(a.0, 0, size), (b.0, 0, size), (c.0, 0, size)]);
-            let groups = (size / 16).div_ceil(u64::from(pipeline.workgroup));
-            let y = groups.div_ceil(u64::from(MAX_GROUPS_X)) as u32;
-            let x = groups.min(u64::from(MAX_GROUPS_X)) as u32;
+            let (x, y) = grid(size / 16, pipeline.workgroup);
             let add = self.bandwidth(3 * size, |command| {
                 // SAFETY: recording into a command buffer in the recording state.
-                unsafe {
-                    device.cmd_bind_pipeline(
-                        command,
-                        vk::PipelineBindPoint::COMPUTE,
-                        pipeline.pipeline,
-                    );
-                    device.cmd_bind_descriptor_sets(
-                        command,
-                        vk::PipelineBindPoint::COMPUTE,
-                        pipeline.layout,
-                        0,
-                        &[pipeline.set],
-                        &[],
-                    );
-                    device.cmd_dispatch(command, x, y, 1);
-                }
+                unsafe { pipeline.record(device, command, (x, y)) }
             })?;
             println!("  1024 MiB  {label:<52} copy {copy:>7.1}  vec4 {add:>7.1}   (GB/s)");
             Ok(())
@@ -968,6 +941,26 @@ impl Pipeline {
         }
     }
 
+    /// Records a dispatch of `groups` (x, y) workgroups with this pipeline and its set.
+    ///
+    /// # Safety
+    /// `command` is in the recording state and the set points at live buffers.
+    unsafe fn record(&self, device: &ash::Device, command: vk::CommandBuffer, groups: (u32, u32)) {
+        // SAFETY: the caller's contract; the pipeline, layout and set belong to `device`.
+        unsafe {
+            device.cmd_bind_pipeline(command, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            device.cmd_bind_descriptor_sets(
+                command,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layout,
+                0,
+                &[self.set],
+                &[],
+            );
+            device.cmd_dispatch(command, groups.0, groups.1, 1);
+        }
+    }
+
     /// Points binding `k` of the set at range `k` of `bound` (buffer, offset, size).
     fn bind(&self, device: &ash::Device, bound: &[(vk::Buffer, u64, u64)]) {
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
@@ -1027,7 +1020,7 @@ impl Drop for Gpu {
 /// (storage and copies, as cubert's), `copy_buffer_to_buffer` and each kernel in a compute
 /// pass, timed by timestamps written into the encoder around them.
 mod through_wgpu {
-    use super::{MAX_GROUPS_X, MIB, REPS, Result};
+    use super::{MIB, REPS, Result};
 
     struct Wgpu {
         device: wgpu::Device,
@@ -1240,9 +1233,7 @@ mod through_wgpu {
                     layout,
                     entries: &entries,
                 });
-                let groups = (elements / per_unit).div_ceil(256);
-                let y = groups.div_ceil(u64::from(MAX_GROUPS_X)) as u32;
-                let x = groups.min(u64::from(MAX_GROUPS_X)) as u32;
+                let (x, y) = super::grid(elements / per_unit, 256);
                 let add = gpu.bandwidth(3 * size, &|encoder| {
                     let mut pass = encoder.begin_compute_pass(&Default::default());
                     pass.set_pipeline(pipeline);

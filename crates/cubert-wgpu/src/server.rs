@@ -455,10 +455,11 @@ impl WgpuServer {
                 kernel
             }
         };
-        let max = u64::from(self.limits.max_compute_workgroups_per_dimension.max(1));
-        let cubes = lines.div_ceil(u64::from(COPY_KERNEL_UNITS)).max(1);
-        let rows = cubes.div_ceil(max).min(max);
-        let count = CubeCount::Static(cubes.min(max) as u32, rows as u32, 1);
+        let count = cubert_runtime::ops::elementwise_grid(
+            &self.utilities.properties,
+            lines,
+            COPY_KERNEL_UNITS,
+        );
         let arguments = KernelArguments::new()
             .with_buffers(vec![source.clone(), destination.clone()])
             .with_info(MetadataBindingInfo::custom(vec![lines]));
