@@ -4,9 +4,9 @@
 //! A kernel's small constant loops mostly index local arrays (a line's four elements, a
 //! unit's register tile). Printed as WGSL `for` loops, the indices stay dynamic for the
 //! driver, which then keeps the local arrays in memory instead of registers: on the H200
-//! (NVIDIA's Vulkan driver) the vector add by lines ran at 2.4 TB/s that way, where the
-//! same add without local arrays reaches 4.2 (`docs/wgpu.md`). Unrolled, every index is a
-//! constant after the assignment, which the driver folds, as CUDA's `#pragma unroll` does.
+//! (NVIDIA's Vulkan driver) the vector add by lines ran at about half the bandwidth of the
+//! same add without local arrays (`docs/wgpu.md`). Unrolled, every index is a constant
+//! after the assignment, which the driver folds, as CUDA's `#pragma unroll` does.
 //!
 //! [`trips`] gives the counter values of a loop that unrolls: `start`, `end` and `step`
 //! constants (a step below 1 counts as 1, as the loop does), at most [`MAX_TRIPS`] values
