@@ -226,11 +226,12 @@ fn print_device<R: Runtime>(client: &ComputeClient<R>) {
         hardware.max_vector_size
     );
     outln!(
-        "  features            plane {}, plane mma {} (fp8 {}), tma {}, graphs {}, \
-         peer-to-peer {}, collectives {}, memory import {}",
+        "  features            plane {}, plane mma {} (fp8 {}), plane group mma {}, tma {}, \
+         graphs {}, peer-to-peer {}, collectives {}, memory import {}",
         yes_no(features.plane),
         yes_no(features.plane_mma),
         yes_no(features.plane_mma_fp8),
+        yes_no(features.plane_group_mma),
         yes_no(features.tma),
         yes_no(features.graphs),
         yes_no(features.peer_to_peer),

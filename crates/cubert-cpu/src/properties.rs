@@ -85,6 +85,7 @@ pub fn cpu_properties(index: u32, config: &CpuConfig) -> DeviceProperties {
             // Emulated: the plane's fragments are gathered and multiplied in f32.
             plane_mma: true,
             plane_mma_fp8: true,
+            plane_group_mma: true,
         },
         timing_method: TimingMethod::System,
     }

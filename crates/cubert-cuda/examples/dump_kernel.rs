@@ -7,6 +7,7 @@
 //! ```
 //!
 //! - `bf16 <i>` / `tf32 <i>`: the tensor-core matmul with `MMA_TILINGS[i]`;
+//! - `group <i>`: the plane group's (`wgmma`) bf16 matmul with `GROUP_MMA_TILINGS[i]`;
 //! - `f32 <variant>`: the CUDA backend's f32 matmul variant of that name (`d128x128k8`).
 //!
 //! Unchecked launches by default (as `matmul_tensor_cores` and `ops` launch them),
@@ -16,6 +17,9 @@ use cubert_cuda::lang::{cube_dim_option, entry_name, generate};
 use cubert_cuda::standard_kernels::matmul_tilings;
 use cubert_cuda::{PRELUDE, compile_cuda, nvrtc_options};
 use cubert_runtime::kernel::standard::matmul_definition;
+use cubert_runtime::kernel::standard::matmul_group_mma::{
+    GROUP_MMA_TILINGS, matmul_plane_group_mma,
+};
 use cubert_runtime::kernel::standard::matmul_mma::{MMA_TILINGS, matmul_plane_mma};
 use cubert_runtime::kernel::standard::matmul_tf32::matmul_plane_mma_tf32;
 use cubert_runtime::lang::prelude::bf16;
@@ -25,7 +29,8 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: dump_kernel <bf16|tf32|f32> <tiling index or variant> [checked] <dir>";
+    let usage =
+        "usage: dump_kernel <bf16|tf32|group|f32> <tiling index or variant> [checked] <dir>";
     let (Some(kind), Some(tiling), Some(dir)) = (args.first(), args.get(1), args.last()) else {
         return Err(usage.into());
     };
@@ -54,6 +59,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             } else {
                 matmul_plane_mma_tf32::definition(m, n, pm, pn, d, s)
             };
+            (definition, CubeDim::new_1d(t.units()))
+        }
+        "group" => {
+            let t = GROUP_MMA_TILINGS
+                .get(tiling.parse::<usize>()?)
+                .ok_or_else(|| {
+                    format!("GROUP_MMA_TILINGS has {} tilings", GROUP_MMA_TILINGS.len())
+                })?;
+            let definition =
+                matmul_plane_group_mma::definition::<bf16>(t.groups, t.tile_n, t.stages);
             (definition, CubeDim::new_1d(t.units()))
         }
         _ => return Err(usage.into()),

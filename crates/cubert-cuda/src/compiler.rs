@@ -58,7 +58,14 @@ pub fn nvrtc_options(arch: (u32, u32), mode: ExecutionMode, extra: &[String]) ->
         ExecutionMode::Unchecked => (0, 0),
     };
     let mut options = vec![
-        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        // Compute capability 9.0 gets sm_90a, whose `wgmma` `plane_group_mma` prints; the
+        // cubin is built for the device it runs on, so the arch-specific target costs
+        // nothing.
+        if arch == (9, 0) {
+            "--gpu-architecture=sm_90a".to_string()
+        } else {
+            format!("--gpu-architecture=sm_{}{}", arch.0, arch.1)
+        },
         "--std=c++17".to_string(),
         format!("-DCUBERT_CHECKED={checked}"),
         format!("-DCUBERT_VALIDATE={validate}"),

@@ -95,6 +95,7 @@ pub fn read_properties(dev: CUdevice) -> Result<CudaDeviceInfo, DriverFailure> {
             // `m16n8k32` on e4m3/e5m2: sm_89 and later.
             plane_mma: major >= 8,
             plane_mma_fp8: (major, minor) >= (8, 9),
+            plane_group_mma: (major, minor) == (9, 0),
         },
         timing_method: TimingMethod::Device,
     };

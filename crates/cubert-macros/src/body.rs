@@ -108,7 +108,9 @@ const SUPPORTED: &str = "kernels support `let`, `if`/`else`, `for` over `a..b`, 
      `plane_mma(&mut acc, a, b)`, `plane_load_a(&tile, start, stride)`, \
      `plane_load_b(&tile, start, stride)`), asynchronous copies \
      (`copy_line_async::<N>(&mut tile, i, x, j, valid)`, `commit_async_copies()`, \
-     `wait_async_copies(n)`), \
+     `wait_async_copies(n)`), the plane group's multiply-accumulate \
+     (`plane_group_mma(&mut acc, &a_tile, a_start, &b_tile, b_start, stride, n, k)`, \
+     `plane_group_mma_async(..)` with the same arguments, `plane_group_mma_wait(n)`), \
      the atomics (`atomic_add`, `atomic_max`, `atomic_min`, `atomic_exchange`, \
      `atomic_compare_exchange`), and the builtins (`ABSOLUTE_POS`, `UNIT_POS`, `CUBE_POS`, \
      `CUBE_DIM`, `CUBE_COUNT`, with `_X`/`_Y`/`_Z`, `PLANE_DIM`, `UNIT_POS_PLANE`)";
@@ -812,6 +814,26 @@ impl Context {
             arity(0, &name)?;
             return Ok(Some(quote_spanned!(span=> #m::sync_cube())));
         }
+        if name == "plane_group_mma" || name == "plane_group_mma_async" {
+            arity(8, &name)?;
+            return self
+                .plane_group_mma(call, name == "plane_group_mma_async")
+                .map(Some);
+        }
+        if name == "plane_group_mma_wait" {
+            arity(1, &name)?;
+            let pending = &call.args[0];
+            if !self.is_comptime(pending) {
+                return Err(syn::Error::new(
+                    pending.span(),
+                    "`plane_group_mma_wait` takes the number of multiplies that may stay in \
+                     flight as a literal or a compile-time value: `plane_group_mma_wait(1)`",
+                ));
+            }
+            return Ok(Some(
+                quote_spanned!(span=> #m::plane_group_mma_wait((#pending) as u32)),
+            ));
+        }
         if name == "plane_mma" {
             arity(3, &name)?;
             return self.plane_mma(call).map(Some);
@@ -882,6 +904,61 @@ impl Context {
                 quote_spanned!(span=> #m::plane_mma(__cubert_unit, &mut #acc, #a, #b))
             }
             Mode::Expand => quote_spanned!(span=> #m::plane_mma(&#acc, #a, #b)),
+        })
+    }
+
+    /// `plane_group_mma(&mut acc, &a_tile, a_start, &b_tile, b_start, b_panel_stride, n, k)`
+    /// (and `plane_group_mma_async`, the same arguments): the accumulator is a local array
+    /// variable taken `&mut`, the tiles shared arrays, N and K compile-time values.
+    fn plane_group_mma(
+        &self,
+        call: &syn::ExprCall,
+        asynchronous: bool,
+    ) -> syn::Result<TokenStream> {
+        let m = self.module();
+        let span = call.span();
+        let form = "`plane_group_mma(&mut acc, &a_tile, a_start, &b_tile, b_start, \
+                    b_panel_stride, n, k)`";
+        let acc = match strip_parens(&call.args[0]) {
+            Expr::Reference(reference) if reference.mutability.is_some() => {
+                match strip_parens(&reference.expr) {
+                    Expr::Path(path) if path.path.get_ident().is_some() => quote!(#path),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            format!("the accumulator is a local array variable: {form}"),
+                        ));
+                    }
+                }
+            }
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    format!("the first argument is the accumulator taken `&mut`: {form}"),
+                ));
+            }
+        };
+        let a = self.shared_argument(&call.args[1], "plane_group_mma")?;
+        let a_start = self.expr(&call.args[2])?;
+        let b = self.shared_argument(&call.args[3], "plane_group_mma")?;
+        let b_start = self.expr(&call.args[4])?;
+        let stride = self.expr(&call.args[5])?;
+        let (n, k) = (&call.args[6], &call.args[7]);
+        for value in [n, k] {
+            if !self.is_comptime(value) {
+                return Err(syn::Error::new(
+                    value.span(),
+                    format!("N and K are literals or compile-time values: {form}"),
+                ));
+            }
+        }
+        Ok(match self.mode {
+            Mode::Native => quote_spanned!(span=>
+                #m::plane_group_mma(__cubert_unit, &mut #acc, &#a, #a_start, &#b, #b_start,
+                    #stride, (#n) as u32, (#k) as u32, #asynchronous)),
+            Mode::Expand => quote_spanned!(span=>
+                #m::plane_group_mma(&#acc, &#a, #a_start, &#b, #b_start, #stride,
+                    (#n) as u32, (#k) as u32, #asynchronous)),
         })
     }
 

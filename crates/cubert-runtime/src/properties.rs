@@ -102,6 +102,12 @@ pub struct Features {
     /// devices of compute capability 8.9 or later, and the CPU (emulated). Where it is
     /// false such a kernel fails to build with `LaunchError::Unsupported`.
     pub plane_mma_fp8: bool,
+    /// Kernels can call `plane_group_mma`, the plane group's multiply-accumulate of
+    /// `bf16`/`f16` tiles in shared memory into `f32` (Hopper's `wgmma`): CUDA devices of
+    /// compute capability 9.0 exactly (`wgmma` is sm_90a's; later architectures have
+    /// other instructions), and the CPU (emulated, exactly). Where it is false a kernel
+    /// using it fails to build with `LaunchError::Unsupported`.
+    pub plane_group_mma: bool,
 }
 
 impl Features {

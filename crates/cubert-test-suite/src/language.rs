@@ -24,6 +24,7 @@ mod arrays;
 mod casts;
 mod control_flow;
 mod cooperative;
+mod group_mma;
 mod lines;
 mod math;
 mod mma;
@@ -34,6 +35,7 @@ pub use arrays::*;
 pub use casts::*;
 pub use control_flow::*;
 pub use cooperative::*;
+pub use group_mma::*;
 pub use lines::*;
 pub use math::*;
 pub use mma::*;
@@ -57,6 +59,7 @@ pub fn kernel_definitions() -> Vec<KernelDefinition> {
     all.extend(lines::definitions());
     all.extend(tensors::definitions());
     all.extend(mma::definitions());
+    all.extend(group_mma::definitions());
     all.extend(crate::fp8::definitions());
     all
 }

@@ -111,6 +111,7 @@ pub fn wgpu_properties(
             memory_import: false,
             plane_mma: false,
             plane_mma_fp8: false,
+            plane_group_mma: false,
         },
         // Timestamp queries where the adapter has them (see `timestamps`).
         timing_method: if features.contains(crate::timestamps::FEATURES) {

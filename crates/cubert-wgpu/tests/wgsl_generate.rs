@@ -337,8 +337,10 @@ fn check(definition: &KernelDefinition, cube_dim: (u32, u32, u32)) -> Vec<String
             }
             Err(error) => {
                 let f64_function = f64 && error.to_string().contains("`f64::");
-                // WGSL has no tensor cores: `plane_mma` is refused everywhere.
-                let plane_mma = error.to_string().contains("plane_mma");
+                // WGSL has no tensor cores: `plane_mma` and `plane_group_mma` are refused
+                // everywhere.
+                let plane_mma = error.to_string().contains("plane_mma")
+                    || error.to_string().contains("plane_group_mma");
                 if !error.is_unsupported() || !(lacks || f64_function || plane_mma) {
                     failures.push(format!("{} ({label}): refused: {error}", definition.id()));
                 }

@@ -1,9 +1,10 @@
 //! The tensor-core matmul of the kernel language next to cuBLAS, in one run, on the shapes
 //! of issue 16 (`M×K×N`): 1024³, 2048³, 4096³, 8192×1024×4096 and the skinny
 //! 4096×4096×64, for bf16 and for f32 multiplied as TF32. Per type and shape:
-//! `cubert_mma_<type>_<shape>_tflops` (`kernel::standard::matmul_mma::
-//! matmul_tensor_cores`: unchecked launches after checking the arguments; the fastest of
-//! its tilings, [`MMA_TILINGS`], each checked first), `cublas_<type>_<shape>_tflops`
+//! `cubert_mma_<type>_<shape>_tflops` (the fastest of the tensor-core matmuls' tilings,
+//! [`tensor_core_tilings`]: `matmul_tensor_cores`'s `mma.sync` tiles, and on Hopper
+//! `matmul_group_tensor_cores`'s `wgmma` for bf16; unchecked launches after checking the
+//! arguments; each tiling checked first), `cublas_<type>_<shape>_tflops`
 //! (`cublasGemmEx` through the interop: bf16 in and out with f32 compute, or f32 with
 //! `CUBLAS_COMPUTE_32F_FAST_TF32`) and `cubert_mma_<type>_<shape>_vs_cublas` (their
 //! ratio; issue 16 asks ≥ 0.5 at 4096³ for bf16). The note of cubert's figure lists every
@@ -23,7 +24,7 @@ use super::timing::{median, profiled_seconds};
 use crate::backend::CliRuntime;
 use crate::error::CliResult;
 use cubert::config::AutotuneLevel;
-use cubert::kernel::standard::matmul_mma::{MMA_TILINGS, MmaTiling, matmul_tensor_cores};
+use cubert::kernel::standard::tensor_cores::{TensorCoreTiling, tensor_core_tilings};
 use cubert::lang::prelude::bf16;
 use cubert::tune::standard::MatmulProblem;
 use cubert::tune::{TuneSettings, Tuner, tensor_cores};
@@ -143,8 +144,8 @@ fn measure_shape<R: CliRuntime>(
     let b = client.create(integer_operand(elem, k * n, 5))?;
     let ours = client.empty(m * n * elem.size())?;
     let reference = client.empty(m * n * elem.size())?;
-    let launch = |tiling: &MmaTiling, out: &cubert::Handle| {
-        matmul_tensor_cores(client, &a, &b, out, (m, k, n), elem, tiling)
+    let launch = |tiling: &TensorCoreTiling, out: &cubert::Handle| {
+        tiling.launch(client, (&a, &b, out), (m, k, n), elem)
     };
     let vendor_run = |out: &cubert::Handle| (vendor.run)(client, (&a, &b, out), (m, k, n));
     vendor_run(&reference)?;
@@ -153,11 +154,7 @@ fn measure_shape<R: CliRuntime>(
     let mut tilings = Vec::new();
     let mut refused = Vec::new();
     let shared_max = client.properties().hardware.max_shared_memory_size;
-    for tiling in MMA_TILINGS {
-        if tiling.shared_bytes(elem) as usize > shared_max {
-            refused.push(format!("{} needs more shared memory", tiling.name()));
-            continue;
-        }
+    for tiling in tensor_core_tilings(client.features(), elem, shared_max) {
         launch(&tiling, &ours)?;
         let got = client.read_one(ours.clone())?;
         match got.iter().zip(want.iter()).position(|(x, y)| x != y) {

@@ -14,6 +14,7 @@
 mod cooperative;
 pub(crate) mod cuda_type;
 mod generate;
+mod group_mma;
 mod line;
 mod mma;
 mod pipeline;

@@ -4,8 +4,8 @@ use super::array::{ArrayVal, Indexable, LocalArrayVal};
 use super::builder::{error, new_var, push};
 use super::val::Val;
 use crate::ir::{
-    AtomicOp, AtomicTarget, Instruction, MmaOperand, MmaShape, Operation, PlaneOp, Type, Value,
-    VarId,
+    AtomicOp, AtomicTarget, GroupMmaShape, Instruction, MmaOperand, MmaShape, Operation, PlaneOp,
+    Type, Value, VarId,
 };
 use crate::native::AtomicScalar;
 use crate::scalar::{MmaInput, Numeric, Scalar};
@@ -288,4 +288,63 @@ fn load_fragment<T: MmaInput>(
         stride: stride.value(),
     });
     out
+}
+
+/// `plane_group_mma(&mut acc, &a_tile, a_start, &b_tile, b_start, b_panel_stride, n, k)`:
+/// records the plane group's multiply-accumulate ([`Instruction::PlaneGroupMma`]); N is 64,
+/// 128, 192 or 256 and K 16, 32, 48 or 64 ([`GroupMmaShape`]), the accumulator holds at
+/// least N / 2 `f32`, and the tiles are of one 16-bit float type. `asynchronous` records
+/// `plane_group_mma_async` (the macro passes it).
+#[allow(clippy::too_many_arguments)]
+pub fn plane_group_mma<T: MmaInput>(
+    acc: &LocalArrayVal<f32>,
+    a: &SharedArrayVal<T>,
+    a_start: Val<u32>,
+    b: &SharedArrayVal<T>,
+    b_start: Val<u32>,
+    b_panel_stride: Val<u32>,
+    n: u32,
+    k: u32,
+    asynchronous: bool,
+) {
+    if !GroupMmaShape::multiplies(T::ELEM) {
+        error(format!(
+            "plane_group_mma multiplies bf16 or f16 tiles, not {}",
+            T::ELEM
+        ));
+        return;
+    }
+    let (acc, acc_len) = acc.var_and_len();
+    let shape = match GroupMmaShape::new(n, k) {
+        Ok(shape) => shape,
+        Err(message) => {
+            error(message);
+            return;
+        }
+    };
+    if acc_len < shape.accumulators() {
+        error(format!(
+            "plane_group_mma into N = {n} columns takes an accumulator of at least {} f32, \
+             not {acc_len}",
+            shape.accumulators()
+        ));
+        return;
+    }
+    push(Instruction::PlaneGroupMma {
+        acc,
+        a: a.var(),
+        a_start: a_start.value(),
+        b: b.var(),
+        b_start: b_start.value(),
+        b_panel_stride: b_panel_stride.value(),
+        n,
+        k,
+        asynchronous,
+    });
+}
+
+/// `plane_group_mma_wait(n)`: records the wait for the plane group's asynchronous
+/// multiplies ([`Instruction::PlaneGroupMmaWait`]).
+pub fn plane_group_mma_wait(pending: u32) {
+    push(Instruction::PlaneGroupMmaWait { pending });
 }

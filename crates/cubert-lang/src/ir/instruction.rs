@@ -142,6 +142,42 @@ pub enum Instruction {
         /// Elements of `shared` from one row of the operand to the next (`u32`).
         stride: Value,
     },
+    /// The plane group's matrix multiply-accumulate (`wgmma` on Hopper): the four planes of
+    /// a plane group compute `ACC = A·B + ACC` for a 64 × `k` `A` and a `k` × N `B` of
+    /// 16-bit floats read from shared memory in the swizzled layouts of
+    /// [`super::group_mma`], into a 64 × N `f32` accumulator of which each unit holds N / 2
+    /// elements (the first N / 2 of `acc`). Every unit of the group runs it with the same
+    /// values. Synchronous (`plane_group_mma`): when the units go on, `acc` holds the sum and
+    /// the shared arrays may be written. Asynchronous (`plane_group_mma_async`): the
+    /// multiply belongs to the group's next batch, and `acc` and the operands' shared
+    /// elements may be touched only after a [`Instruction::PlaneGroupMmaWait`] covers it.
+    PlaneGroupMma {
+        /// The unit's accumulator: a local array of at least N / 2 `f32`, read and written.
+        acc: VarId,
+        /// The shared array holding `A`.
+        a: VarId,
+        /// Where `A` starts in it (`u32`, before the swizzle).
+        a_start: Value,
+        /// The shared array holding `B` (`A`'s element type).
+        b: VarId,
+        /// Where `B` starts in it (`u32`, before the swizzle).
+        b_start: Value,
+        /// Elements from one 64-column panel of `B` to the next (`u32`).
+        b_panel_stride: Value,
+        /// N: 64, 128, 192 or 256.
+        n: u32,
+        /// K: 16, 32, 48 or 64.
+        k: u32,
+        /// Whether the units go on before the multiply is done (`plane_group_mma_async`).
+        asynchronous: bool,
+    },
+    /// Waits until at most `pending` of the plane group's asynchronous multiplies
+    /// (`plane_group_mma_async`, one batch each) are still in flight, the most recent ones;
+    /// `0` waits for all. A plane-group operation: its four planes run it together.
+    PlaneGroupMmaWait {
+        /// Batches that may still be in flight.
+        pending: u32,
+    },
     /// Starts copying line `line` of array parameter `array` (elements `line * width ..`)
     /// to line `shared_line` of the shared array `shared`, asynchronously (`cp.async` on
     /// CUDA); when `valid` is false the shared line is filled with zeros and the array is

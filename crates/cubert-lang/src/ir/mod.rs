@@ -7,11 +7,13 @@
 //! statement per instruction and leaves register allocation to the downstream compiler.
 //! The expansion of a `#[kernel]` function records it (`crate::expand`).
 
+pub mod group_mma;
 mod instruction;
 mod mma;
 mod operation;
 mod value;
 
+pub use group_mma::GroupMmaShape;
 pub use instruction::{Block, Instruction};
 pub use mma::{MmaOperand, MmaShape};
 pub use operation::{
@@ -82,18 +84,36 @@ impl Kernel {
     }
 
     /// Each shared array: its variable, element type, length, and the byte offset where
-    /// it starts in the cube's shared memory (every array aligned to 16 bytes, in
-    /// declaration order). Backends lay shared memory out this way.
+    /// it starts in the cube's shared memory (in declaration order, every array aligned to
+    /// [`Self::shared_alignment`] bytes). Backends lay shared memory out this way.
     pub fn shared_arrays(&self) -> Vec<(VarId, ElemType, u32, usize)> {
+        let align = self.shared_alignment();
         let mut offset = 0usize;
         let mut arrays = Vec::new();
         for (index, local) in self.locals.iter().enumerate() {
             if let Type::SharedArray(elem, len) = local.ty {
                 arrays.push((VarId(index as u32), elem, len, offset));
-                offset += (elem.size() * len as usize).next_multiple_of(16);
+                offset += (elem.size() * len as usize).next_multiple_of(align);
             }
         }
         arrays
+    }
+
+    /// The alignment of each shared array in bytes: 1024 in a kernel that calls
+    /// `plane_group_mma` (its swizzled layouts repeat every 1024 bytes: [`group_mma`]), 16
+    /// otherwise.
+    pub fn shared_alignment(&self) -> usize {
+        if self.uses_plane_group_mma() {
+            1024
+        } else {
+            16
+        }
+    }
+
+    /// Whether the kernel calls `plane_group_mma` (or its asynchronous form or wait:
+    /// `Features::plane_group_mma`).
+    pub fn uses_plane_group_mma(&self) -> bool {
+        block_uses_group_mma(&self.body)
     }
 
     /// The bytes of shared memory one cube needs (see [`Self::shared_arrays`]).
@@ -101,7 +121,7 @@ impl Kernel {
         self.shared_arrays()
             .last()
             .map(|&(_, elem, len, offset)| {
-                offset + (elem.size() * len as usize).next_multiple_of(16)
+                offset + (elem.size() * len as usize).next_multiple_of(self.shared_alignment())
             })
             .unwrap_or(0)
     }
@@ -140,6 +160,8 @@ fn block_cooperates(block: &Block) -> bool {
         .any(|instruction| match instruction {
             Instruction::SyncCube
             | Instruction::PlaneMma { .. }
+            | Instruction::PlaneGroupMma { .. }
+            | Instruction::PlaneGroupMmaWait { .. }
             | Instruction::PlaneLoadFragment { .. } => true,
             Instruction::Assign {
                 op: Operation::Plane(..) | Operation::PlaneShuffle { .. },
@@ -155,6 +177,23 @@ fn block_cooperates(block: &Block) -> bool {
         })
 }
 
+/// Whether `block` (nested blocks included) holds a `plane_group_mma`.
+fn block_uses_group_mma(block: &Block) -> bool {
+    block
+        .instructions
+        .iter()
+        .any(|instruction| match instruction {
+            Instruction::PlaneGroupMma { .. } | Instruction::PlaneGroupMmaWait { .. } => true,
+            Instruction::If {
+                then, otherwise, ..
+            } => block_uses_group_mma(then) || block_uses_group_mma(otherwise),
+            Instruction::Loop { body } | Instruction::RangeLoop { body, .. } => {
+                block_uses_group_mma(body)
+            }
+            _ => false,
+        })
+}
+
 /// Adds to `inputs` the fragment element types of `block`'s tensor-core instructions
 /// (nested blocks included) not in it yet.
 fn block_mma_inputs(kernel: &Kernel, block: &Block, inputs: &mut Vec<ElemType>) {
@@ -162,6 +201,7 @@ fn block_mma_inputs(kernel: &Kernel, block: &Block, inputs: &mut Vec<ElemType>) 
         let vars = match instruction {
             Instruction::PlaneMma { a, b, .. } => vec![*a, *b],
             Instruction::PlaneLoadFragment { shared, .. } => vec![*shared],
+            Instruction::PlaneGroupMma { a, b, .. } => vec![*a, *b],
             Instruction::If {
                 then, otherwise, ..
             } => {

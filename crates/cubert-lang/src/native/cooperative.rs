@@ -370,6 +370,11 @@ impl<'a, T: Scalar> SharedMemory<'a, T> {
         }
     }
 
+    /// Reports `message` to the launch's monitor (the launch fails).
+    pub(crate) fn report(&self, message: &str) {
+        self.monitor.kernel_error(message);
+    }
+
     #[cold]
     fn out_of_bounds(&self, index: u32, store: bool, at: &Location<'_>) {
         let access = if store { "store" } else { "load" };

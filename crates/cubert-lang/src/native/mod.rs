@@ -13,6 +13,7 @@ mod array;
 mod atomic;
 mod cooperative;
 mod exclusive;
+mod group_mma;
 mod line;
 mod ops;
 mod pipeline;
@@ -30,6 +31,7 @@ pub use cooperative::{
 pub use exclusive::{
     ExclusiveArray, ExclusiveParam, ExclusiveRun, ExclusiveUnit, GatheredArray, exclusive_cubes,
 };
+pub use group_mma::{plane_group_mma, plane_group_mma_wait};
 pub use line::{load_line, store_line};
 pub use ops::*;
 pub use pipeline::{commit_async_copies, copy_line_async, wait_async_copies};

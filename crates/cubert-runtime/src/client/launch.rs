@@ -330,6 +330,15 @@ impl<R: Runtime> ComputeClient<R> {
             return Ok(());
         }
         let features = self.features();
+        if ir.uses_plane_group_mma() && !features.plane_group_mma {
+            return Err(LaunchError::unsupported(format!(
+                "kernel `{}`: plane_group_mma needs the plane-group tensor-core operation \
+                 (wgmma, compute capability 9.0) the {} device lacks \
+                 (Features::plane_group_mma is false)",
+                definition.id(),
+                R::name()
+            )));
+        }
         for elem in ir.mma_inputs() {
             let fp8 = matches!(elem, ElemType::E4M3 | ElemType::E5M2);
             let (supported, feature) = if fp8 {

@@ -116,6 +116,7 @@ impl DryRunTarget {
                     plane: true,
                     plane_mma: true,
                     plane_mma_fp8: true,
+                    plane_group_mma: true,
                     strict_float_math: true,
                     f64_transcendentals: true,
                     ..Features::default()

@@ -1,14 +1,14 @@
-//! The tensor-core matmul (`kernel::standard::matmul_mma`) through the tuner.
+//! The tensor-core matmuls (`kernel::standard::matmul_mma`, and
+//! `kernel::standard::matmul_group_mma` on Hopper) through the tuner.
 //!
-//! The candidates are the tilings of [`MMA_TILINGS`] that fit the device's shared memory,
-//! the first that fits being the default; each runs `matmul_tensor_cores` (arguments
-//! checked, then an unchecked launch). The set's operation is `matmul_tensor_cores_<elem>`
+//! The candidates are the tilings of [`tensor_core_tilings`] that run the type on the
+//! device and fit its shared memory, the first being the default; each runs its kernel
+//! (arguments checked, then an unchecked launch). The set's operation is `matmul_tensor_cores_<elem>`
 //! and its key the standard matmul's ([`matmul_key`]: `m`, `k`, `n` rounded up to powers of
 //! two and the alignment of `n`), so a choice is cached per shape class, in memory and on
 //! disk, as every tuned kernel's. Benchmarks run on inputs of the caller's shape filled with
-//! the standard pattern; every tiling accumulates each output in the same order (`k`
-//! ascending, K at a time, one `mma` per step), so the check compares their outputs bit
-//! for bit.
+//! the standard pattern (multiples of 1/8 in [-1, 1], whose sums are exact in `f32`), so
+//! the check compares their outputs bit for bit.
 
 use super::candidate::{Candidate, CandidateSet};
 use super::check::OutputCheck;
@@ -19,7 +19,7 @@ use crate::elem::ElemType;
 use crate::error::{LaunchError, ServerError};
 use crate::handle::Handle;
 use crate::kernel::Priority;
-use crate::kernel::standard::matmul_mma::{MMA_TILINGS, matmul_tensor_cores};
+use crate::kernel::standard::tensor_cores::tensor_core_tilings;
 use crate::runtime::Runtime;
 use std::sync::Arc;
 
@@ -53,10 +53,8 @@ pub fn matmul_candidates<R: Runtime>(
             }),
         );
         let shared_max = client.properties().hardware.max_shared_memory_size;
-        let fitting = MMA_TILINGS
-            .into_iter()
-            .filter(|tiling| tiling.shared_bytes(elem) as usize <= shared_max);
-        for (index, tiling) in fitting.enumerate() {
+        let fitting = tensor_core_tilings(client.features(), elem, shared_max);
+        for (index, tiling) in fitting.into_iter().enumerate() {
             // The default and the next two are tried at every level, the rest from
             // `balanced` on.
             let priority = if index < 3 {
@@ -65,16 +63,9 @@ pub fn matmul_candidates<R: Runtime>(
                 Priority::Normal
             };
             let candidate = Candidate::new(tiling.name(), move |client, p: &MatmulProblem| {
-                matmul_tensor_cores(
-                    client,
-                    &p.lhs,
-                    &p.rhs,
-                    &p.out,
-                    (p.m, p.k, p.n),
-                    p.elem,
-                    &tiling,
-                )
-                .map_err(ServerError::from)
+                tiling
+                    .launch(client, (&p.lhs, &p.rhs, &p.out), (p.m, p.k, p.n), p.elem)
+                    .map_err(ServerError::from)
             });
             set.push(
                 candidate
@@ -107,18 +98,20 @@ pub fn matmul_tuned<R: Runtime>(
         // Nothing to tune: the first tiling that fits the device (the set has one) checks
         // the arguments and fills `out` with zeros.
         let shared_max = client.properties().hardware.max_shared_memory_size;
-        let default = MMA_TILINGS
-            .iter()
-            .find(|tiling| tiling.shared_bytes(problem.elem) as usize <= shared_max)
-            .unwrap_or(&MMA_TILINGS[0]);
-        return Ok(matmul_tensor_cores(
+        let tilings = tensor_core_tilings(client.features(), problem.elem, shared_max);
+        let Some(default) = tilings.first() else {
+            return Err(LaunchError::unsupported(format!(
+                "the tensor-core matmul: no tiling of {} fits the device's {shared_max} bytes \
+                 of shared memory",
+                problem.elem
+            ))
+            .into());
+        };
+        return Ok(default.launch(
             client,
-            &problem.lhs,
-            &problem.rhs,
-            &problem.out,
+            (&problem.lhs, &problem.rhs, &problem.out),
             (problem.m, problem.k, problem.n),
             problem.elem,
-            default,
         )?);
     }
     tuner.execute(client, &set, problem)

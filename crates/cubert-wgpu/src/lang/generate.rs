@@ -532,6 +532,13 @@ impl Printer<'_> {
                      this backend's `Features::plane_mma` is false",
                 ));
             }
+            Instruction::PlaneGroupMma { .. } | Instruction::PlaneGroupMmaWait { .. } => {
+                // WGSL has no tensor-core operation (`Features::plane_group_mma` is false).
+                return Err(GenerateError::unsupported(
+                    "plane_group_mma: WGSL has no matrix multiply-accumulate of the plane \
+                     group (tensor cores); this backend's `Features::plane_group_mma` is false",
+                ));
+            }
             Instruction::PlaneMma { .. } => {
                 // WGSL has no tensor-core operation (`Features::plane_mma` is false here).
                 return Err(GenerateError::unsupported(

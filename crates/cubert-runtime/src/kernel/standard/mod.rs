@@ -19,9 +19,11 @@
 mod build;
 pub mod elementwise;
 pub mod matmul;
+pub mod matmul_group_mma;
 pub mod matmul_mma;
 pub mod matmul_tf32;
 pub mod reduce;
+pub mod tensor_cores;
 
 pub use build::{
     ELEMENTWISE_CUBE_DIM, built_standard_kernel, definition, lines_definition, lines_kernel,
