@@ -95,15 +95,20 @@ impl GroupMmaTiling {
     }
 }
 
-/// The tilings a Hopper GPU tries, the default first: 128 × 128 and 128 × 256 tiles of two
-/// plane groups in three to five stages, 64 × 128 of one group for products with few
-/// tiles, and 64 × 64 in three stages last (48 KiB: the one that fits the CPU).
-pub const GROUP_MMA_TILINGS: [GroupMmaTiling; 7] = [
-    group_tiling(2, 128, 4),
+/// The tilings a Hopper GPU tries, the default first: 128 × 128 tiles of two plane groups
+/// in three stages (two cubes fit a multiprocessor), then the larger tiles that read fewer
+/// operand bytes per product from L2 (the 128 × 128 tiling's limit: see
+/// `docs/benchmarks.md`): 256 × 128 of four groups and 192 × 256 of three (the most
+/// accumulators 384 units can hold) in three or four stages, 128 × 256 of two; 64 × 128 of
+/// one group for products with few tiles, and 64 × 64 in three stages last (48 KiB: the
+/// one that fits the CPU).
+pub const GROUP_MMA_TILINGS: [GroupMmaTiling; 8] = [
     group_tiling(2, 128, 3),
+    group_tiling(4, 128, 4),
+    group_tiling(3, 256, 4),
+    group_tiling(3, 256, 3),
+    group_tiling(4, 128, 3),
     group_tiling(2, 256, 4),
-    group_tiling(2, 128, 5),
-    group_tiling(2, 256, 3),
     group_tiling(1, 128, 4),
     group_tiling(1, 64, 3),
 ];
@@ -270,9 +275,13 @@ pub fn matmul_plane_group_mma<T: MmaInput + Float>(
                     }
                 }
             }
-            // `rhs`'s tile: 64 rows of `tile_n / 8` lines, in panels of 64 columns.
-            for i in 0..DEPTH * tile_n / 8u32 / (128u32 * groups) {
+            // `rhs`'s tile: 64 rows of `tile_n / 8` lines, in panels of 64 columns; the
+            // lines may not divide evenly among the units (three groups).
+            for i in 0..(DEPTH * tile_n / 8u32 + 128u32 * groups - 1u32) / (128u32 * groups) {
                 let line = UNIT_POS + i * units;
+                if line >= DEPTH * tile_n / 8u32 {
+                    break;
+                }
                 let q = line / (tile_n / 8u32);
                 let d = (line % (tile_n / 8u32)) * 8u32;
                 let col = col0 + d;
