@@ -147,6 +147,7 @@ macro_rules! __for_each_suite_test {
                 plane_group_mma_of_random_bf16_is_within_rounding,
                 plane_group_mma_refuses_a_misplaced_operand,
                 group_tensor_core_matmul_of_integers_is_exact,
+                group_tensor_core_matmul_refuses_bad_arguments,
                 tensor_core_matmul_of_integers_is_exact,
                 tf32_tensor_core_matmul_of_integers_is_exact,
                 tensor_core_matmul_refuses_bad_arguments,

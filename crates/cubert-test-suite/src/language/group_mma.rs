@@ -359,3 +359,58 @@ pub fn group_tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
         }
     }
 }
+
+/// `matmul_group_tensor_cores` refuses what its unchecked launch couldn't run safely,
+/// before launching: an element type other than bf16/f16 (`f32` included: there is no
+/// TF32 form), an invalid tiling, a buffer shorter than its matrix; where the device lacks
+/// the operation, every call is `Unsupported`.
+pub fn group_tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
+    use cubert_runtime::kernel::standard::matmul_group_mma::{
+        GROUP_MMA_TILINGS, GroupMmaTiling, matmul_group_tensor_cores,
+    };
+    use cubert_runtime::{IoError, LaunchError};
+    let client = client::<B>();
+    let a = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 64]);
+    let short = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 63]);
+    let out = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(0.0); 64 * 64]);
+    let tiling = GROUP_MMA_TILINGS[GROUP_MMA_TILINGS.len() - 1];
+    let two_stages = GroupMmaTiling {
+        stages: 2,
+        ..tiling
+    };
+    let odd_width = GroupMmaTiling {
+        tile_n: 96,
+        ..tiling
+    };
+    let invalid = |result: Result<(), LaunchError>, what: &str| {
+        assert!(
+            matches!(
+                result,
+                Err(LaunchError::IoError(IoError::InvalidArgument { .. }))
+            ),
+            "{what}: {result:?}"
+        );
+    };
+    let shape = (64, 64, 64);
+    let run = |lhs, rhs, elem, tiling: &GroupMmaTiling| {
+        matmul_group_tensor_cores(&client, lhs, rhs, &out, shape, elem, tiling)
+    };
+    invalid(run(&a, &a, ElemType::F32, &tiling), "f32 elements");
+    invalid(run(&a, &a, ElemType::BF16, &two_stages), "two stages");
+    invalid(run(&a, &a, ElemType::BF16, &odd_width), "96 columns");
+    invalid(
+        run(&a, &short, ElemType::BF16, &tiling),
+        "an rhs one row short",
+    );
+    let good = run(&a, &a, ElemType::BF16, &tiling);
+    if client.features().plane_group_mma {
+        good.unwrap();
+        let got = read_scalars::<B, bf16>(&client, &out);
+        assert!(got.iter().all(|v| v.to_f32() == 64.0), "ones times ones");
+    } else {
+        assert!(
+            matches!(good, Err(LaunchError::Unsupported { .. })),
+            "no plane-group tensor cores: {good:?}"
+        );
+    }
+}

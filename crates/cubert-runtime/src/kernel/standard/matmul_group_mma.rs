@@ -158,18 +158,12 @@ pub fn matmul_group_tensor_cores<R: Runtime>(
         ))
         .into());
     }
-    crate::ops::check_matmul(lhs, rhs, out, (m, k, n), elem)?;
-    let fits = |x: usize, y: usize| {
-        x.checked_mul(y)
-            .is_some_and(|count| count <= u32::MAX as usize)
-    };
-    if !(fits(m, k) && fits(k, n) && fits(m, n)) {
-        return Err(IoError::invalid(format!(
-            "matmul_group_tensor_cores: a {m}×{k}×{n} product has a matrix past u32::MAX \
-             elements"
-        ))
-        .into());
-    }
+    super::matmul_mma::check_operands(
+        "matmul_group_tensor_cores",
+        (lhs, rhs, out),
+        (m, k, n),
+        elem,
+    )?;
     if !client.features().plane_group_mma {
         return Err(LaunchError::unsupported(format!(
             "matmul_group_tensor_cores: the {} device lacks the plane group's tensor-core \

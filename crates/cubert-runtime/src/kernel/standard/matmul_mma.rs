@@ -191,17 +191,7 @@ pub fn matmul_tensor_cores<R: Runtime>(
         ))
         .into());
     }
-    crate::ops::check_matmul(lhs, rhs, out, (m, k, n), elem)?;
-    let fits = |x: usize, y: usize| {
-        x.checked_mul(y)
-            .is_some_and(|count| count <= u32::MAX as usize)
-    };
-    if !(fits(m, k) && fits(k, n) && fits(m, n)) {
-        return Err(IoError::invalid(format!(
-            "matmul_tensor_cores: a {m}×{k}×{n} product has a matrix past u32::MAX elements"
-        ))
-        .into());
-    }
+    check_operands("matmul_tensor_cores", (lhs, rhs, out), (m, k, n), elem)?;
     if !client.features().plane_mma {
         return Err(LaunchError::unsupported(format!(
             "matmul_tensor_cores: the {} device has no tensor cores (Features::plane_mma)",
@@ -234,6 +224,33 @@ pub fn matmul_tensor_cores<R: Runtime>(
             ),
         }
     }
+}
+
+/// Checks a tensor-core matmul's buffers against its `m × k × n` shape
+/// (`ops::check_matmul`) and that every matrix fits the kernels' `u32` indices; `name`
+/// names the caller in the error.
+///
+/// # Errors
+/// [`IoError::InvalidArgument`] (as a [`LaunchError`]) for a buffer smaller than its
+/// matrix or a matrix past `u32::MAX` elements.
+pub(crate) fn check_operands(
+    name: &str,
+    (lhs, rhs, out): (&Handle, &Handle, &Handle),
+    (m, k, n): (usize, usize, usize),
+    elem: ElemType,
+) -> Result<(), LaunchError> {
+    crate::ops::check_matmul(lhs, rhs, out, (m, k, n), elem)?;
+    let fits = |x: usize, y: usize| {
+        x.checked_mul(y)
+            .is_some_and(|count| count <= u32::MAX as usize)
+    };
+    if !(fits(m, k) && fits(k, n) && fits(m, n)) {
+        return Err(IoError::invalid(format!(
+            "{name}: a {m}×{k}×{n} product has a matrix past u32::MAX elements"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// `out = lhs × rhs` (see the module docs); launch with cubes of
