@@ -174,8 +174,9 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&n| n == 1));
-        // Unit 37 (plane 1, lane 5: g = 1, t = 1), element 6: row 25, column 11.
-        assert_eq!(GroupMmaShape::acc(37, 6), (25, 11));
+        // Unit 37 (plane 1, lane 5: g = 1, t = 1), element 6 (column block 1, second row
+        // half, even column): row 16 + 1 + 8, column 8 + 2.
+        assert_eq!(GroupMmaShape::acc(37, 6), (25, 10));
     }
 
     /// Misplaced operands are refused with the condition they break.
