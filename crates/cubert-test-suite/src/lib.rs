@@ -554,7 +554,7 @@ mod tests {
     use super::ALL_TESTS;
 
     /// The suite's sources, by module name.
-    const SOURCES: [(&str, &str); 37] = [
+    const SOURCES: [(&str, &str); 38] = [
         ("casts", include_str!("casts.rs")),
         ("collectives", include_str!("collectives.rs")),
         ("concurrency", include_str!("concurrency.rs")),
@@ -572,6 +572,7 @@ mod tests {
         ("language", include_str!("language/casts.rs")),
         ("language", include_str!("language/control_flow.rs")),
         ("language", include_str!("language/cooperative.rs")),
+        ("language", include_str!("language/group_mma.rs")),
         ("language", include_str!("language/lines.rs")),
         ("language", include_str!("language/tensors.rs")),
         ("language", include_str!("language/mma.rs")),
