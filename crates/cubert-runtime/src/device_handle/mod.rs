@@ -6,7 +6,11 @@
 //!   order. Every submit wakes the runner (no batching), so a lone submit never waits for a
 //!   flush. `submit` returns at once; `submit_blocking` waits for the task's result;
 //!   `allocate` (every allocation's way to `ComputeServer::allocate`) returns at once and
-//!   queues only the id, no boxed closure.
+//!   queues only the id, no boxed closure. When the runner is idle (every message sent to
+//!   it has been handled) and the server is free, a bare allocation runs on the caller's
+//!   thread instead: nothing earlier can still be waiting, so the order is the same, and an
+//!   allocate-and-drop loop never crosses threads (the drops' releases are drained by the
+//!   next allocation on the same thread).
 //! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
 //!   single-threaded programs and tests.
 //!
@@ -39,7 +43,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 /// Why a call to the device could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +94,12 @@ enum Message<S> {
     },
 }
 
+/// A counter on a cache line of its own: the handles' threads write `Core::sent`, the
+/// runner `Core::handled`, and neither should take the other's line on every message.
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
 /// What the runner and the handles share.
 struct Core<S> {
     key: u64,
@@ -98,6 +108,10 @@ struct Core<S> {
     deferred: Mutex<VecDeque<Task<S>>>,
     has_deferred: AtomicBool,
     async_errors: Mutex<Vec<ServerError>>,
+    /// Messages sent to the runner (counted before each send).
+    sent: PaddedCounter,
+    /// Messages the runner has handled (counted after each).
+    handled: PaddedCounter,
 }
 
 struct HandleInner<S: ComputeServer> {
@@ -211,6 +225,56 @@ impl<S> Core<S> {
         }
     }
 
+    /// The server, locked, if the runner is idle: every message sent to it has been handled
+    /// and the server is free. Work run under the guard then comes after everything
+    /// submitted before (by any thread), as if the runner had run it.
+    fn claim_idle(&self) -> Option<MutexGuard<'_, S>> {
+        let idle = || {
+            self.sent.0.load(Ordering::SeqCst) == self.handled.0.load(Ordering::SeqCst)
+                && !self.has_deferred.load(Ordering::SeqCst)
+        };
+        if !idle() {
+            return None;
+        }
+        let server = match self.server.try_lock() {
+            Ok(server) => server,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        // A message sent before the lock was taken is run first, by the runner.
+        idle().then_some(server)
+    }
+
+    /// Runs `ComputeServer::allocate` with the server of [`Self::claim_idle`], on the
+    /// caller's thread, then every task it deferred.
+    fn allocate_claimed(
+        &self,
+        mut server: MutexGuard<'_, S>,
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+    ) where
+        S: ComputeServer,
+    {
+        {
+            let _mark = BorrowMark::new(self.key);
+            if let Err(payload) =
+                catch_unwind(AssertUnwindSafe(|| server.allocate(id, size, stream)))
+            {
+                let message = panic_message(payload.as_ref());
+                tracing::error!("an allocation on {:?} panicked: {message}", self.device_id);
+                self.push_error(ServerError::generic(format!(
+                    "an allocation on {:?} panicked: {message} (the device keeps serving)",
+                    self.device_id
+                )));
+            }
+        }
+        drop(server);
+        if let Some(task) = self.next_deferred() {
+            self.run(task);
+        }
+    }
+
     /// Runs `task` with the server locked and returns its result, catching a panic.
     fn call<R>(&self, task: impl FnOnce(&mut S) -> R) -> Result<R, CallError> {
         let result = {
@@ -229,6 +293,14 @@ impl<S> Core<S> {
 fn runner_loop<S: ComputeServer>(core: Arc<Core<S>>, receiver: Receiver<Message<S>>) {
     mark_runner_thread();
     while let Ok(message) = recv_spinning(&receiver) {
+        // Counted once handled (below), whatever the message did.
+        struct Handled<'a>(&'a AtomicU64);
+        impl Drop for Handled<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let _handled = Handled(&core.handled.0);
         match message {
             Message::Task(task) => core.run(task),
             Message::Allocate {
@@ -268,6 +340,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
             deferred: Mutex::new(VecDeque::new()),
             has_deferred: AtomicBool::new(false),
             async_errors: Mutex::new(Vec::new()),
+            sent: PaddedCounter::default(),
+            handled: PaddedCounter::default(),
         });
         let sender = match mode {
             DeviceHandleMode::Inline => None,
@@ -336,6 +410,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
+                core.sent.0.fetch_add(1, Ordering::SeqCst);
                 if sender.send(Message::Task(Box::new(task))).is_err() {
                     core.push_error(CallError::Disconnected.into());
                 }
@@ -385,6 +460,13 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
+                if then.is_none()
+                    && let Some(server) = core.claim_idle()
+                {
+                    core.allocate_claimed(server, id, size, stream);
+                    return;
+                }
+                core.sent.0.fetch_add(1, Ordering::SeqCst);
                 let message = Message::Allocate {
                     id,
                     size,
@@ -440,6 +522,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
                         .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())));
                     let _ = reply.send(result);
                 };
+                core.sent.0.fetch_add(1, Ordering::SeqCst);
                 sender
                     .send(Message::Task(Box::new(wrapped)))
                     .map_err(|_| CallError::Disconnected)?;
@@ -474,6 +557,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
             Some(sender) => {
                 let (paused_sender, paused) = mpsc::sync_channel(1);
                 let (resume_sender, resume) = mpsc::sync_channel(1);
+                self.inner.core.sent.0.fetch_add(1, Ordering::SeqCst);
                 sender
                     .send(Message::Pause {
                         paused: paused_sender,
@@ -522,3 +606,71 @@ pub use registry::{get_or_init_device, register_device};
 // them from there).
 pub use crate::spin::{SPIN, recv_spinning, spinning_helps};
 pub use crate::thread_role::{TaskScope, TaskScopeGuard, on_runner_thread};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dry_run::DryRunServer;
+    use crate::dry_run::{DryRunDevice, DryRunTarget};
+    use crate::layout::MemoryLayoutPolicy;
+
+    fn threaded() -> DeviceHandle<DryRunServer> {
+        let server = DryRunServer::new(
+            DryRunDevice { index: 77 },
+            DryRunTarget::with_memory(1 << 30),
+            crate::config::global_config(),
+        );
+        DeviceHandle::new(server, DeviceHandleMode::Threaded).unwrap()
+    }
+
+    fn bytes_in_use(handle: &DeviceHandle<DryRunServer>) -> u64 {
+        handle
+            .submit_blocking(|server| server.memory_usage(StreamId::new(0)))
+            .unwrap()
+            .unwrap()
+            .bytes_in_use
+    }
+
+    #[test]
+    fn an_allocation_on_an_idle_runner_is_bound_on_the_callers_thread() {
+        let handle = threaded();
+        let handles = handle.utilities().layout_policy.handles().clone();
+        let kept: Vec<_> = (0..100)
+            .map(|_| {
+                let memory = handles.mint(StreamId::new(0), 4096);
+                handle.allocate(memory.id(), 4096, StreamId::new(0));
+                memory
+            })
+            .collect();
+        // Bound before `allocate` returned: no message reached the runner.
+        assert_eq!(handle.inner.core.sent.0.load(Ordering::SeqCst), 0);
+        assert_eq!(bytes_in_use(&handle), 100 * 4096);
+        drop(kept);
+    }
+
+    #[test]
+    fn an_allocation_behind_queued_work_waits_for_it() {
+        let handle = threaded();
+        let handles = handle.utilities().layout_policy.handles().clone();
+        let (release, blocked) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel::<()>();
+        handle.submit(move |_| {
+            let _ = started.send(());
+            let _ = blocked.recv();
+        });
+        running.recv().unwrap();
+        // The runner is busy: the allocation is queued behind the task, in order.
+        let memory = handles.mint(StreamId::new(0), 4096);
+        handle.allocate(memory.id(), 4096, StreamId::new(0));
+        assert_eq!(handle.inner.core.sent.0.load(Ordering::SeqCst), 2);
+        release.send(()).unwrap();
+        assert_eq!(bytes_in_use(&handle), 4096);
+        // Once everything queued is handled, the runner is idle again.
+        let core = &handle.inner.core;
+        assert_eq!(
+            core.sent.0.load(Ordering::SeqCst),
+            core.handled.0.load(Ordering::SeqCst)
+        );
+        drop(memory);
+    }
+}
