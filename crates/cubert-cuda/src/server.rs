@@ -53,7 +53,6 @@ use cubert_runtime::server::{
     CapturedGraph, ComputeServer, DeviceService, ServerUtilities, copy_read_into,
 };
 use cubert_runtime::storage::ManagedResource;
-use cubert_runtime::thread_role::on_runner_thread;
 use cubert_runtime::{
     Binding, Bytes, CubeCount, Device, DeviceId, ExecutionMode, IoError, KernelArguments,
     ProfileError, ServerError, StreamId,
@@ -631,23 +630,6 @@ impl ComputeServer for CudaServer {
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
-        // Off the runner thread (an idle threaded handle allocates on its caller's thread),
-        // the caller's current context is put back afterwards: a thread that also uses
-        // another device through another library keeps its current device.
-        let context = self.context.clone();
-        let _restore = if on_runner_thread() {
-            None
-        } else {
-            match context.scoped() {
-                Ok(scope) => Some(scope),
-                Err(failure) => {
-                    let error = ServerError::from(failure);
-                    self.memory.record_failure(id, error.to_string());
-                    self.shared.push_error(stream, error);
-                    return;
-                }
-            }
-        };
         if let Err(error) = self.enter() {
             self.memory.record_failure(id, error.to_string());
             self.shared.push_error(stream, error);

@@ -6,9 +6,10 @@
 //!   order. Every submit wakes the runner (no batching), so a lone submit never waits for a
 //!   flush. `submit` returns at once; `submit_blocking` waits for the task's result;
 //!   `allocate` (every allocation's way to `ComputeServer::allocate`) returns at once and
-//!   queues only the id, no boxed closure. When the runner is idle (every message sent to
-//!   it has been handled) and the server is free, a bare allocation runs on the caller's
-//!   thread instead: nothing earlier can still be waiting, so the order is the same, and an
+//!   queues only the id, no boxed closure. Where the server allows it
+//!   (`ComputeServer::ALLOCATES_ON_CALLER`: the CPU, the dry run), when the runner is idle
+//!   (every message sent to it has been handled) and the server is free, a bare allocation
+//!   runs on the caller's thread instead: nothing earlier can still be waiting, so the order is the same, and an
 //!   allocate-and-drop loop never crosses threads (the drops' releases are drained by the
 //!   next allocation on the same thread).
 //! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
@@ -460,7 +461,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
-                if then.is_none()
+                if S::ALLOCATES_ON_CALLER
+                    && then.is_none()
                     && let Some(server) = core.claim_idle()
                 {
                     core.allocate_claimed(server, id, size, stream);

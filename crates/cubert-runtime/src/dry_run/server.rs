@@ -170,6 +170,8 @@ impl ComputeServer for DryRunServer {
     type Info = DryRunInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = VirtualStorage;
+    // Allocation is host bookkeeping here: an idle device's allocations run on the caller.
+    const ALLOCATES_ON_CALLER: bool = true;
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();
