@@ -104,15 +104,36 @@ fn assert_refused_as_unsupported<B: TestBackend>(
     what: &str,
 ) {
     use cubert_runtime::{LaunchError, ServerError};
-    let result = launched
-        .map_err(ServerError::from)
-        .and_then(|()| client.sync());
+    let result = launch_outcome::<B>(client, launched);
     assert!(
         matches!(
             result,
             Err(ServerError::Launch(LaunchError::Unsupported { .. }))
         ),
         "{what} where the features deny it: {result:?}"
+    );
+}
+
+/// What became of a launch: its own error, or else the next sync's (a backend that builds
+/// kernels on its device thread refuses them there).
+fn launch_outcome<B: TestBackend>(
+    client: &Client<B>,
+    launched: Result<(), cubert_runtime::LaunchError>,
+) -> Result<(), cubert_runtime::ServerError> {
+    launched
+        .map_err(cubert_runtime::ServerError::from)
+        .and_then(|()| client.sync())
+}
+
+/// Asserts that `result` (of a call described by `what`) is an `InvalidArgument` refusal.
+fn assert_invalid_argument(result: Result<(), cubert_runtime::LaunchError>, what: &str) {
+    use cubert_runtime::{IoError, LaunchError};
+    assert!(
+        matches!(
+            result,
+            Err(LaunchError::IoError(IoError::InvalidArgument { .. }))
+        ),
+        "{what}: {result:?}"
     );
 }
 

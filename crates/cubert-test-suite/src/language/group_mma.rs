@@ -196,9 +196,7 @@ fn refused_where_denied<B: TestBackend>(
     launched: Result<(), cubert_runtime::LaunchError>,
 ) {
     use cubert_runtime::{LaunchError, ResourceLimitError, ServerError};
-    let result = launched
-        .map_err(ServerError::from)
-        .and_then(|()| client.sync());
+    let result = super::launch_outcome::<B>(client, launched);
     assert!(
         matches!(
             result,
@@ -389,10 +387,10 @@ pub fn group_tensor_core_matmul_of_integers_is_exact<B: TestBackend>() {
 /// TF32 form), an invalid tiling, a buffer shorter than its matrix; where the device lacks
 /// the operation, every call is `Unsupported`.
 pub fn group_tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
+    use cubert_runtime::LaunchError;
     use cubert_runtime::kernel::standard::matmul_group_mma::{
         GROUP_MMA_TILINGS, GroupMmaTiling, matmul_group_tensor_cores,
     };
-    use cubert_runtime::{IoError, LaunchError};
     let client = client::<B>();
     let a = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 64]);
     let short = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 63]);
@@ -406,15 +404,7 @@ pub fn group_tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
         tile_n: 96,
         ..tiling
     };
-    let invalid = |result: Result<(), LaunchError>, what: &str| {
-        assert!(
-            matches!(
-                result,
-                Err(LaunchError::IoError(IoError::InvalidArgument { .. }))
-            ),
-            "{what}: {result:?}"
-        );
-    };
+    let invalid = super::assert_invalid_argument;
     let shape = (64, 64, 64);
     let run = |lhs, rhs, elem, tiling: &GroupMmaTiling| {
         matmul_group_tensor_cores(&client, lhs, rhs, &out, shape, elem, tiling)

@@ -444,7 +444,7 @@ pub fn tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
     use cubert_runtime::kernel::standard::matmul_mma::{
         MMA_TILINGS, MmaTiling, matmul_tensor_cores,
     };
-    use cubert_runtime::{ElemType, IoError, LaunchError};
+    use cubert_runtime::{ElemType, LaunchError};
     let client = client::<B>();
     let a = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 64]);
     let short = upload_scalars::<B, bf16>(&client, &[bf16::from_f32(1.0); 64 * 63]);
@@ -454,15 +454,7 @@ pub fn tensor_core_matmul_refuses_bad_arguments<B: TestBackend>() {
         planes_m: 3,
         ..tiling
     };
-    let invalid = |result: Result<(), LaunchError>, what: &str| {
-        assert!(
-            matches!(
-                result,
-                Err(LaunchError::IoError(IoError::InvalidArgument { .. }))
-            ),
-            "{what}: {result:?}"
-        );
-    };
+    let invalid = super::assert_invalid_argument;
     let shape = (64, 64, 64);
     invalid(
         matmul_tensor_cores(&client, &a, &a, &out, shape, ElemType::F64, &tiling),
