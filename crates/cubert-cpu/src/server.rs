@@ -25,7 +25,7 @@ use cubert_runtime::memory::{
 };
 use cubert_runtime::profile::{HostProfiles, ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
-    ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+    CallerWork, ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
@@ -452,8 +452,11 @@ impl ComputeServer for CpuServer {
     type Info = CpuInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = HostStorage;
-    // Allocation is host bookkeeping here: an idle device's allocations run on the caller.
-    const ALLOCATES_ON_CALLER: bool = true;
+    // Allocation and sync are bookkeeping here: on an idle device they run on the caller.
+    // A launch runs the kernel, which stays on the runner (the caller keeps the overlap).
+    fn runs_on_caller(&self, work: CallerWork) -> bool {
+        matches!(work, CallerWork::Allocation | CallerWork::Sync)
+    }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();

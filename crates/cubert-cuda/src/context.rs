@@ -10,7 +10,9 @@
 //! fault poisons CUDA for the whole process anyway (see the crate docs), so nothing is lost.
 //!
 //! A context is current per thread. [`CudaContext::bind`] makes it current on the calling
-//! thread (a cheap check when it already is); threads that don't
+//! thread (a cheap check when it already is): the runner's, and a client thread that runs
+//! work itself while the runner is idle, which the server allows only where this context
+//! or none is current ([`CudaContext::suits_calling_thread`]). Other threads that don't
 //! belong to the server (a client thread asking for pinned staging) use
 //! [`CudaContext::scoped`], which restores the thread's previous context afterwards.
 
@@ -91,6 +93,22 @@ impl CudaContext {
         }
         // SAFETY: the context is alive (owned by self).
         unsafe { driver::context::set_current(self.context) }
+    }
+
+    /// Whether this context is current on the calling thread.
+    pub fn is_current(&self) -> bool {
+        matches!(driver::context::current(), Ok(current) if current == self.context)
+    }
+
+    /// Whether work on this context may run on the calling thread without disturbing
+    /// another: this context is current there, or none is (then [`Self::bind`] makes this
+    /// one current for good, as the CUDA runtime binds a device's primary context on a
+    /// thread's first call). A thread that uses another context is left alone.
+    pub fn suits_calling_thread(&self) -> bool {
+        matches!(
+            driver::context::current(),
+            Ok(current) if current == self.context || current.is_null()
+        )
     }
 
     /// Makes this context current until the guard drops, then restores the thread's

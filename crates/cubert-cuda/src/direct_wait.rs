@@ -88,9 +88,15 @@ impl DirectWait {
         }
     }
 
-    /// Whether the event completed: `cuEventQuery` with the server's context current.
+    /// Whether the event completed: `cuEventQuery` with the server's context current (made
+    /// current for the query only where another one is: a push and a pop cost more than
+    /// the query).
     fn query(&self, event: CUevent) -> Result<bool, DriverFailure> {
-        let _scope = self.parts.context.scoped()?;
+        let _scope = if self.parts.context.is_current() {
+            None
+        } else {
+            Some(self.parts.context.scoped()?)
+        };
         // SAFETY: the event was recorded on a stream of this context and is owned by this
         // future until it is given back.
         unsafe { driver::event::query(event) }

@@ -50,7 +50,7 @@ use cubert_runtime::memory::{
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
-    CapturedGraph, ComputeServer, DeviceService, ServerUtilities, copy_read_into,
+    CallerWork, CapturedGraph, ComputeServer, DeviceService, ServerUtilities, copy_read_into,
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
@@ -627,6 +627,13 @@ impl ComputeServer for CudaServer {
         self.memory.import(id, memory, stream)?;
         self.last_use.insert(id, stream);
         Ok(())
+    }
+
+    /// Allocations, launches and syncs only queue work for the device: on an idle runner
+    /// the caller runs them itself, on a thread where this device's context or none is
+    /// current (see [`CudaContext::suits_calling_thread`]).
+    fn runs_on_caller(&self, _work: CallerWork) -> bool {
+        self.context.suits_calling_thread()
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {

@@ -13,7 +13,7 @@ use crate::error::{IoError, LaunchError, ProfileError, ResourceLimitError, Serve
 use crate::kernel::{CubeCount, ExecutionMode, KernelArguments, KernelMetadata};
 use crate::profile::ProfileDuration;
 use crate::runtime::Runtime;
-use crate::server::ComputeServer;
+use crate::server::{CallerWork, ComputeServer};
 
 impl<R: Runtime> ComputeClient<R> {
     fn validate_launch(
@@ -127,7 +127,7 @@ impl<R: Runtime> ComputeClient<R> {
         let logger = self.utilities.logger.clone();
         match logger.profile_level() {
             None => {
-                self.device.submit(move |server| {
+                self.device.submit_as(CallerWork::Launch, move |server| {
                     let _span = execute_span(&kernel);
                     // SAFETY: `mode` is `Unchecked` only when the caller of
                     // `launch_unchecked` vouched for the kernel's accesses.
@@ -136,7 +136,7 @@ impl<R: Runtime> ComputeClient<R> {
             }
             Some(ProfileLevel::ExecutionOnly) => {
                 let name = kernel.name().to_string();
-                self.device.submit(move |server| {
+                self.device.submit_as(CallerWork::Launch, move |server| {
                     let _span = execute_span(&kernel);
                     // SAFETY: as above.
                     unsafe { server.launch(kernel, count, arguments, mode, stream) }

@@ -38,7 +38,7 @@ use crate::kernel::{CubeCountSelection, CubeDim};
 use crate::memory::{MemoryAllocationMode, MemoryOptions, MemoryReport, MemoryUsage};
 use crate::properties::{DeviceProperties, Features};
 use crate::runtime::Runtime;
-use crate::server::{ComputeServer, ServerUtilities};
+use crate::server::{CallerWork, ComputeServer, ServerUtilities};
 use crate::stream::{StreamId, StreamPolicy, StreamSettings};
 use std::sync::Arc;
 
@@ -378,7 +378,11 @@ impl<R: Runtime> ComputeClient<R> {
         }
         let stream = self.stream_id();
         let logger = self.utilities.logger.clone();
-        match self.call(move |server| server.sync(stream)) {
+        let synced = self
+            .device
+            .submit_blocking_as(CallerWork::Sync, move |server| server.sync(stream))
+            .map_err(ServerError::from);
+        match synced {
             Ok(future) => {
                 // Tasks queued before this sync have run: a panic among them is known now.
                 let panicked = self.take_async_error();

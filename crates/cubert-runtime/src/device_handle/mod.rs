@@ -6,12 +6,16 @@
 //!   order. Every submit wakes the runner (no batching), so a lone submit never waits for a
 //!   flush. `submit` returns at once; `submit_blocking` waits for the task's result;
 //!   `allocate` (every allocation's way to `ComputeServer::allocate`) returns at once and
-//!   queues only the id, no boxed closure. Where the server allows it
-//!   (`ComputeServer::ALLOCATES_ON_CALLER`: the CPU, the dry run), when the runner is idle
-//!   (every message sent to it has been handled) and the server is free, a bare allocation
-//!   runs on the caller's thread instead: nothing earlier can still be waiting, so the order is the same, and an
-//!   allocate-and-drop loop never crosses threads (the drops' releases are drained by the
-//!   next allocation on the same thread).
+//!   queues only the id, no boxed closure.
+//!
+//!   **Work on the caller's thread.** A bare allocation, and the work submitted with
+//!   `submit_as`/`submit_blocking_as` (launches, syncs), runs on the caller's thread
+//!   instead when the runner is idle (every message sent to it has been handled, nothing
+//!   deferred) and the server is free, if the server runs that kind of work on its callers
+//!   (`ComputeServer::runs_on_caller`, see `server::CallerWork`). Nothing earlier can
+//!   still be waiting, so the order is the same; a launch-and-sync or allocate-and-drop
+//!   loop then never crosses threads (the drops' releases are drained by the next
+//!   allocation on the same thread).
 //! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
 //!   single-threaded programs and tests.
 //!
@@ -34,7 +38,7 @@ pub use crate::config::DeviceHandleMode;
 use crate::device::DeviceId;
 use crate::error::ServerError;
 use crate::handle::MemoryId;
-use crate::server::{ComputeServer, ServerUtilities};
+use crate::server::{CallerWork, ComputeServer, ServerUtilities};
 use crate::stream::StreamId;
 use crate::thread_role::{BorrowMark, OwnMark, is_borrowed, is_owned, mark_runner_thread};
 use gate::ReentrantGate;
@@ -186,17 +190,30 @@ impl<S> Core<S> {
             .push(error);
     }
 
-    /// Runs `work` with the server locked; a panic is logged and queued as an error.
-    fn run_locked(&self, work: impl FnOnce(&mut S)) {
-        let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Runs `work` on `server` (locked by the caller); a panic is logged and queued as an
+    /// error.
+    fn run_guarded(&self, server: &mut S, work: impl FnOnce(&mut S)) {
         let _mark = BorrowMark::new(self.key);
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(&mut server))) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(server))) {
             let message = panic_message(payload.as_ref());
             tracing::error!("a task on {:?} panicked: {message}", self.device_id);
             self.push_error(ServerError::generic(format!(
                 "a task on {:?} panicked: {message} (the device keeps serving)",
                 self.device_id
             )));
+        }
+    }
+
+    /// Runs `work` with the server locked; a panic is logged and queued as an error.
+    fn run_locked(&self, work: impl FnOnce(&mut S)) {
+        let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+        self.run_guarded(&mut server, work);
+    }
+
+    /// Runs every task deferred by the tasks that ran (submitted from inside them).
+    fn run_deferred(&self) {
+        if let Some(task) = self.next_deferred() {
+            self.run(task);
         }
     }
 
@@ -221,15 +238,17 @@ impl<S> Core<S> {
                 then(server);
             }
         });
-        if let Some(task) = self.next_deferred() {
-            self.run(task);
-        }
+        self.run_deferred();
     }
 
-    /// The server, locked, if the runner is idle: every message sent to it has been handled
-    /// and the server is free. Work run under the guard then comes after everything
-    /// submitted before (by any thread), as if the runner had run it.
-    fn claim_idle(&self) -> Option<MutexGuard<'_, S>> {
+    /// The server, locked, if the runner is idle (every message sent to it has been handled
+    /// and the server is free) and the server runs `work` on this thread
+    /// (`ComputeServer::runs_on_caller`). Work run under the guard then comes after
+    /// everything submitted before (by any thread), as if the runner had run it.
+    fn claim_idle(&self, work: CallerWork) -> Option<MutexGuard<'_, S>>
+    where
+        S: ComputeServer,
+    {
         let idle = || {
             self.sent.0.load(Ordering::SeqCst) == self.handled.0.load(Ordering::SeqCst)
                 && !self.has_deferred.load(Ordering::SeqCst)
@@ -243,51 +262,38 @@ impl<S> Core<S> {
             Err(TryLockError::WouldBlock) => return None,
         };
         // A message sent before the lock was taken is run first, by the runner.
-        idle().then_some(server)
+        (idle() && server.runs_on_caller(work)).then_some(server)
     }
 
-    /// Runs `ComputeServer::allocate` with the server of [`Self::claim_idle`], on the
-    /// caller's thread, then every task it deferred.
-    fn allocate_claimed(
+    /// Runs `work` with the server of [`Self::claim_idle`] on the caller's thread, then
+    /// every task it deferred.
+    fn run_claimed(&self, mut server: MutexGuard<'_, S>, work: impl FnOnce(&mut S)) {
+        self.run_guarded(&mut server, work);
+        drop(server);
+        self.run_deferred();
+    }
+
+    /// Runs `task` on `server` (locked, by [`Self::call`] or [`Self::claim_idle`]) and
+    /// returns its result, catching a panic; then every task it deferred.
+    fn call_on<R>(
         &self,
         mut server: MutexGuard<'_, S>,
-        id: MemoryId,
-        size: u64,
-        stream: StreamId,
-    ) where
-        S: ComputeServer,
-    {
-        {
-            let _mark = BorrowMark::new(self.key);
-            if let Err(payload) =
-                catch_unwind(AssertUnwindSafe(|| server.allocate(id, size, stream)))
-            {
-                let message = panic_message(payload.as_ref());
-                tracing::error!("an allocation on {:?} panicked: {message}", self.device_id);
-                self.push_error(ServerError::generic(format!(
-                    "an allocation on {:?} panicked: {message} (the device keeps serving)",
-                    self.device_id
-                )));
-            }
-        }
-        drop(server);
-        if let Some(task) = self.next_deferred() {
-            self.run(task);
-        }
-    }
-
-    /// Runs `task` with the server locked and returns its result, catching a panic.
-    fn call<R>(&self, task: impl FnOnce(&mut S) -> R) -> Result<R, CallError> {
+        task: impl FnOnce(&mut S) -> R,
+    ) -> Result<R, CallError> {
         let result = {
-            let mut server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
             let _mark = BorrowMark::new(self.key);
             catch_unwind(AssertUnwindSafe(|| task(&mut server)))
                 .map_err(|payload| CallError::Panicked(panic_message(payload.as_ref())))
         };
-        if let Some(task) = self.next_deferred() {
-            self.run(task);
-        }
+        drop(server);
+        self.run_deferred();
         result
+    }
+
+    /// Runs `task` with the server locked and returns its result, catching a panic.
+    fn call<R>(&self, task: impl FnOnce(&mut S) -> R) -> Result<R, CallError> {
+        let server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+        self.call_on(server, task)
     }
 }
 
@@ -400,6 +406,19 @@ impl<S: ComputeServer> DeviceHandle<S> {
 
     /// Queues `task`. Returns at once in threaded mode.
     pub fn submit(&self, task: impl FnOnce(&mut S) + Send + 'static) {
+        self.submit_with(None, task);
+    }
+
+    /// Queues `task`, a piece of `work`. Returns at once in threaded mode; when the runner
+    /// is idle and the server runs `work` on its callers (`ComputeServer::runs_on_caller`),
+    /// `task` runs on the caller's thread before this returns, in the same order (see the
+    /// module docs). For short work only (a launch that queues a kernel): the caller waits
+    /// for it.
+    pub fn submit_as(&self, work: CallerWork, task: impl FnOnce(&mut S) + Send + 'static) {
+        self.submit_with(Some(work), task);
+    }
+
+    fn submit_with(&self, work: Option<CallerWork>, task: impl FnOnce(&mut S) + Send + 'static) {
         let core = &self.inner.core;
         if is_borrowed(core.key) {
             core.defer(Box::new(task));
@@ -411,6 +430,12 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
+                if let Some(work) = work
+                    && let Some(server) = core.claim_idle(work)
+                {
+                    core.run_claimed(server, task);
+                    return;
+                }
                 core.sent.0.fetch_add(1, Ordering::SeqCst);
                 if sender.send(Message::Task(Box::new(task))).is_err() {
                     core.push_error(CallError::Disconnected.into());
@@ -461,11 +486,10 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
-                if S::ALLOCATES_ON_CALLER
-                    && then.is_none()
-                    && let Some(server) = core.claim_idle()
+                if then.is_none()
+                    && let Some(server) = core.claim_idle(CallerWork::Allocation)
                 {
-                    core.allocate_claimed(server, id, size, stream);
+                    core.run_claimed(server, |server| server.allocate(id, size, stream));
                     return;
                 }
                 core.sent.0.fetch_add(1, Ordering::SeqCst);
@@ -509,6 +533,28 @@ impl<S: ComputeServer> DeviceHandle<S> {
         &self,
         task: impl FnOnce(&mut S) -> R + Send + 'static,
     ) -> Result<R, CallError> {
+        self.submit_blocking_with(None, task)
+    }
+
+    /// Runs `task`, a piece of `work`, after everything queued before it and returns its
+    /// result: on the caller's thread when the runner is idle and the server runs `work` on
+    /// its callers (`ComputeServer::runs_on_caller`), on the runner otherwise.
+    ///
+    /// # Errors
+    /// As [`Self::submit_blocking`].
+    pub fn submit_blocking_as<R: Send + 'static>(
+        &self,
+        work: CallerWork,
+        task: impl FnOnce(&mut S) -> R + Send + 'static,
+    ) -> Result<R, CallError> {
+        self.submit_blocking_with(Some(work), task)
+    }
+
+    fn submit_blocking_with<R: Send + 'static>(
+        &self,
+        work: Option<CallerWork>,
+        task: impl FnOnce(&mut S) -> R + Send + 'static,
+    ) -> Result<R, CallError> {
         let core = &self.inner.core;
         if is_borrowed(core.key) {
             return Err(CallError::Reentrant);
@@ -518,6 +564,11 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
+                if let Some(work) = work
+                    && let Some(server) = core.claim_idle(work)
+                {
+                    return core.call_on(server, task);
+                }
                 let (reply, answer) = mpsc::sync_channel(1);
                 let wrapped = move |server: &mut S| {
                     let result = catch_unwind(AssertUnwindSafe(|| task(server)))
@@ -650,6 +701,96 @@ mod tests {
         drop(kept);
     }
 
+    fn wait_until_idle(handle: &DeviceHandle<DryRunServer>) {
+        // The runner counts a message after running its task, so a blocking call's reply
+        // can arrive just before.
+        let core = &handle.inner.core;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while core.sent.0.load(Ordering::SeqCst) != core.handled.0.load(Ordering::SeqCst) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the runner never counted its messages handled"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn work_the_server_runs_on_callers_runs_on_an_idle_callers_thread() {
+        let handle = threaded();
+        let caller = std::thread::current().id();
+        let (ran_on, where_) = mpsc::channel();
+        handle.submit_as(CallerWork::Launch, move |_| {
+            let _ = ran_on.send(std::thread::current().id());
+        });
+        // Ran before `submit_as` returned, here, without a message to the runner.
+        assert_eq!(where_.try_recv(), Ok(caller));
+        let synced_on = handle
+            .submit_blocking_as(CallerWork::Sync, |_| std::thread::current().id())
+            .unwrap();
+        assert_eq!(synced_on, caller);
+        assert_eq!(handle.inner.core.sent.0.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn work_behind_queued_work_runs_on_the_runner_after_it() {
+        let handle = threaded();
+        let caller = std::thread::current().id();
+        let (release, blocked) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel::<()>();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let first = order.clone();
+        handle.submit(move |_| {
+            let _ = started.send(());
+            let _ = blocked.recv();
+            first.lock().unwrap().push("queued");
+        });
+        running.recv().unwrap();
+        let second = order.clone();
+        let (ran_on, where_) = mpsc::channel();
+        // The runner is busy: the launch is queued behind the task.
+        handle.submit_as(CallerWork::Launch, move |_| {
+            second.lock().unwrap().push("launch");
+            let _ = ran_on.send(std::thread::current().id());
+        });
+        release.send(()).unwrap();
+        handle.submit_blocking_as(CallerWork::Sync, |_| ()).unwrap();
+        assert_ne!(where_.recv().unwrap(), caller);
+        assert_eq!(*order.lock().unwrap(), ["queued", "launch"]);
+        // Idle again: the next one is the caller's.
+        wait_until_idle(&handle);
+        let synced_on = handle
+            .submit_blocking_as(CallerWork::Sync, |_| std::thread::current().id())
+            .unwrap();
+        assert_eq!(synced_on, caller);
+    }
+
+    #[test]
+    fn a_panic_in_work_run_on_the_caller_is_an_error_and_the_device_keeps_serving() {
+        let handle = threaded();
+        handle.submit_as(CallerWork::Launch, |_| panic!("launch failed"));
+        let errors = handle.take_async_errors();
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].to_string().contains("launch failed"));
+        let answer =
+            handle.submit_blocking_as(CallerWork::Sync, |_| -> u32 { panic!("sync failed") });
+        assert!(matches!(answer, Err(CallError::Panicked(message)) if message == "sync failed"));
+        assert_eq!(handle.submit_blocking(|_| 7).unwrap(), 7);
+    }
+
+    #[test]
+    fn work_submitted_from_work_run_on_the_caller_runs_after_it() {
+        let handle = threaded();
+        let inner = handle.clone();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let (outer_log, deferred_log) = (order.clone(), order.clone());
+        handle.submit_as(CallerWork::Launch, move |_| {
+            inner.submit(move |_| deferred_log.lock().unwrap().push("deferred"));
+            outer_log.lock().unwrap().push("outer");
+        });
+        assert_eq!(*order.lock().unwrap(), ["outer", "deferred"]);
+    }
+
     #[test]
     fn an_allocation_behind_queued_work_waits_for_it() {
         let handle = threaded();
@@ -667,17 +808,8 @@ mod tests {
         assert_eq!(handle.inner.core.sent.0.load(Ordering::SeqCst), 2);
         release.send(()).unwrap();
         assert_eq!(bytes_in_use(&handle), 4096);
-        // Once everything queued is handled, the runner is idle again. It counts a message
-        // after running its task, so the blocking call's reply can arrive just before.
-        let core = &handle.inner.core;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while core.sent.0.load(Ordering::SeqCst) != core.handled.0.load(Ordering::SeqCst) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the runner never counted its messages handled"
-            );
-            std::thread::yield_now();
-        }
+        // Once everything queued is handled, the runner is idle again.
+        wait_until_idle(&handle);
         drop(memory);
     }
 }

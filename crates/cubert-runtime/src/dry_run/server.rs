@@ -25,7 +25,7 @@ use crate::memory::{
 use crate::profile::{HostProfiles, ProfileDuration, ProfilingToken};
 use crate::properties::TimingMethod;
 use crate::server::{
-    ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+    CallerWork, ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
 use crate::storage::ManagedResource;
 use crate::stream::StreamId;
@@ -170,8 +170,11 @@ impl ComputeServer for DryRunServer {
     type Info = DryRunInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = VirtualStorage;
-    // Allocation is host bookkeeping here: an idle device's allocations run on the caller.
-    const ALLOCATES_ON_CALLER: bool = true;
+    // Everything is bookkeeping here (a launch only counts): on an idle device all of it
+    // runs on the caller.
+    fn runs_on_caller(&self, _work: CallerWork) -> bool {
+        true
+    }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();

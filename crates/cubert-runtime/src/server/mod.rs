@@ -14,10 +14,12 @@
 //! [`ServerCommunication`] (peer copies and collectives) is the part about other devices;
 //! [`local_group`] is where the collective calls of the devices of one process meet.
 
+mod caller_work;
 mod communication;
 pub mod local_group;
 mod stream_errors;
 
+pub use caller_work::CallerWork;
 pub use communication::{
     COLLECTIVE_TYPES, CommunicationId, DeviceSet, ReduceOperation, ServerCommunication,
     check_collective_type, check_in_place_or_disjoint, check_part_sizes,
@@ -75,15 +77,15 @@ pub trait ComputeServer: Send + Debug + ServerCommunication + DeviceService + 's
     /// Raw device memory.
     type Storage: ComputeStorage;
 
-    /// Whether a threaded device handle may run a bare allocation on the caller's thread
-    /// while its runner is idle (`device_handle`'s fast path). Worth it where the
-    /// allocation is host bookkeeping that needs nothing of the thread it runs on (the CPU,
-    /// the dry run): the allocate-and-drop round trip then never crosses threads. Not for
-    /// CUDA, whose allocations need the device's context current on the thread (making it
-    /// current and restoring the caller's costs more than the hand-off saves, measured on
-    /// an H200: 64 MiB pairs 2.5 M/s queued, 1.0-1.6 M/s on the caller) and whose growable
-    /// pool's work overlaps the caller's when queued. The default: `false`.
-    const ALLOCATES_ON_CALLER: bool = false;
+    /// Whether a threaded device handle may run `work` on the calling thread now, while its
+    /// runner is idle, instead of handing it to the runner (see [`CallerWork`]). Asked
+    /// with the server locked, on the thread that would run the work. Worth it where the
+    /// work is short and needs nothing of the runner's thread: the round trip then never
+    /// crosses threads. The default: `false` (everything goes through the runner).
+    fn runs_on_caller(&self, work: CallerWork) -> bool {
+        let _ = work;
+        false
+    }
 
     /// Binds allocation `id` (a whole allocation, as minted by the layout policy) to `size`
     /// bytes of device memory for `stream`. The one entry point of every allocation

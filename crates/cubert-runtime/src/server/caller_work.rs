@@ -1,0 +1,34 @@
+//! The work a threaded device handle may run on its caller's thread.
+//!
+//! A threaded device handle hands every task to the device's runner thread. Each hand-off
+//! costs a wake-up and a cache line or two crossing cores: on the hosts measured, about as
+//! much as a small CUDA driver call. When the runner is idle (every message sent to it has
+//! been handled and the server is free), nothing submitted earlier can still be waiting, so
+//! the caller may run the work itself under the server's lock and the order is the same.
+//!
+//! Whether that is worth it depends on the work and the backend, so the server says, per
+//! [`CallerWork`], through `ComputeServer::runs_on_caller`:
+//!
+//! - an **allocation** is bookkeeping on every backend;
+//! - a **launch** only queues the kernel on CUDA, but runs it on the CPU (there the caller
+//!   would wait for the kernel, and lose the overlap the runner gives);
+//! - a **sync** is a check of the stream's errors on the CPU and an event recorded on CUDA;
+//!   the caller waits for it in any case.
+//!
+//! A backend that needs state of the thread (CUDA's current context) answers for the
+//! calling thread: CUDA runs work on a thread whose current context is its own or none
+//! (then its own becomes current, as the CUDA runtime does), never on a thread that uses
+//! another context.
+
+/// A kind of work a threaded device handle may run on the caller's thread while its runner
+/// is idle (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallerWork {
+    /// `ComputeServer::allocate` without a task that fills the memory.
+    Allocation,
+    /// `ComputeServer::launch`.
+    Launch,
+    /// `ComputeServer::sync`: the call that returns the future (the wait is the caller's
+    /// in any case).
+    Sync,
+}
