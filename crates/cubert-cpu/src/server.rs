@@ -454,9 +454,7 @@ impl ComputeServer for CpuServer {
     type Storage = HostStorage;
     // Allocation and sync are bookkeeping here: on an idle device they run on the caller.
     // A launch runs the kernel, which stays on the runner (the caller keeps the overlap).
-    fn runs_on_caller(&self, work: CallerWork) -> bool {
-        matches!(work, CallerWork::Allocation | CallerWork::Sync)
-    }
+    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Allocation, CallerWork::Sync];
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();

@@ -91,6 +91,9 @@ pub struct CudaServer {
     /// Whether `[memory] growable` may be on here (not on a host of several GPUs with peer
     /// copies on: mapped pages are granted to their own GPU only).
     growable_allowed: bool,
+    /// Whether a kernel was launched since the last sync: a launch runs on an idle caller's
+    /// thread only when none was ([`ComputeServer::runs_on_caller`]).
+    launched_since_sync: bool,
     utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
@@ -214,6 +217,7 @@ impl CudaServer {
             graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
             growable_allowed,
+            launched_since_sync: false,
             utilities: Arc::new(utilities),
             context,
         })
@@ -629,11 +633,20 @@ impl ComputeServer for CudaServer {
         Ok(())
     }
 
-    /// Allocations, launches and syncs only queue work for the device: on an idle runner
-    /// the caller runs them itself, on a thread where this device's context or none is
-    /// current (see [`CudaContext::suits_calling_thread`]).
-    fn runs_on_caller(&self, _work: CallerWork) -> bool {
-        self.context.suits_calling_thread()
+    /// Syncs, and the first launch after a sync, run on an idle runner's caller, on a
+    /// thread where this device's context or none is current (see
+    /// [`CudaContext::suits_calling_thread`]): a caller that waits for each launch then
+    /// makes the driver calls itself and never crosses threads. Later launches queue, so
+    /// back-to-back launches keep the overlap of the caller's work with the runner's
+    /// driver calls (measured on an H200: one-element adds back to back took 5.5-5.8 µs
+    /// each on the caller, 4.8-5.1 queued). Allocations queue: the growable pool's work
+    /// then overlaps the caller's too (64 MiB alloc + free pairs: 0.9-1.6 M/s on the
+    /// caller, 2.3-2.5 M/s queued, same call).
+    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Launch, CallerWork::Sync];
+
+    fn runs_on_caller(&self, work: CallerWork) -> bool {
+        (work != CallerWork::Launch || !self.launched_since_sync)
+            && self.context.suits_calling_thread()
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
@@ -763,6 +776,7 @@ impl ComputeServer for CudaServer {
         if let Err(error) = self.enter() {
             return ready(Err(error));
         }
+        self.launched_since_sync = false;
         self.drain_releases();
         self.memory.manager().release_idle(&mut self.streams);
         if self.completion.is_idle() {
@@ -807,6 +821,7 @@ impl ComputeServer for CudaServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
+        self.launched_since_sync = true;
         if let Err(error) = self.launch_kernel(&kernel, &count, &arguments, mode, stream) {
             self.shared.push_error(stream, error);
         }

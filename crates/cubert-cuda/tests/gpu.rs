@@ -490,6 +490,57 @@ fn profile_measures_device_time_with_events() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn a_thread_using_another_context_keeps_it_while_its_launches_and_syncs_run() {
+    use cudarc::driver::sys::{self, CUresult};
+    let client = client();
+    let x = client.create(Bytes::from_elems(vec![1.0f32; 256])).unwrap();
+    let one = client.create(Bytes::from_elems(vec![1.0f32; 256])).unwrap();
+    client.sync().unwrap();
+    let current = || {
+        let mut current = std::ptr::null_mut();
+        // SAFETY: a valid out pointer.
+        let status = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        assert_eq!(status, CUresult::CUDA_SUCCESS);
+        current
+    };
+    std::thread::scope(|scope| {
+        // A thread of another library, with a context of its own current.
+        scope.spawn(|| {
+            let mut device = 0;
+            let mut own = std::ptr::null_mut();
+            // SAFETY: valid out pointers; the context is current on this thread only and
+            // destroyed below, after its last use.
+            unsafe {
+                assert_eq!(sys::cuDeviceGet(&mut device, 0), CUresult::CUDA_SUCCESS);
+                assert_eq!(
+                    sys::cuCtxCreate_v4(&mut own, std::ptr::null_mut(), 0, device),
+                    CUresult::CUDA_SUCCESS
+                );
+            }
+            for _ in 0..3 {
+                ops::add(&client, &x, &one, &x, 256, ElemType::F32).unwrap();
+                client.sync().unwrap();
+            }
+            assert_eq!(current(), own);
+            // SAFETY: created above, no longer used.
+            assert_eq!(unsafe { sys::cuCtxDestroy_v2(own) }, CUresult::CUDA_SUCCESS);
+        });
+        // A thread with no context: its work runs, and the device's context is current
+        // there afterwards (as the CUDA runtime leaves a thread it has used).
+        scope.spawn(|| {
+            assert!(current().is_null());
+            ops::add(&client, &x, &one, &x, 256, ElemType::F32).unwrap();
+            client.sync().unwrap();
+        });
+    });
+    assert_eq!(
+        client.read_one(x).unwrap().to_elems::<f32>(),
+        vec![5.0; 256]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn replayed_graph_produces_the_same_bytes_as_the_eager_run() {
     let client = client();
     let n = 1 << 16;

@@ -243,7 +243,7 @@ impl<S> Core<S> {
 
     /// The server, locked, if the runner is idle (every message sent to it has been handled
     /// and the server is free) and the server runs `work` on this thread
-    /// (`ComputeServer::runs_on_caller`). Work run under the guard then comes after
+    /// (`ComputeServer::CALLER_WORK`, then `ComputeServer::runs_on_caller`). Work run under the guard then comes after
     /// everything submitted before (by any thread), as if the runner had run it.
     fn claim_idle(&self, work: CallerWork) -> Option<MutexGuard<'_, S>>
     where
@@ -253,7 +253,7 @@ impl<S> Core<S> {
             self.sent.0.load(Ordering::SeqCst) == self.handled.0.load(Ordering::SeqCst)
                 && !self.has_deferred.load(Ordering::SeqCst)
         };
-        if !idle() {
+        if !S::CALLER_WORK.contains(&work) || !idle() {
             return None;
         }
         let server = match self.server.try_lock() {

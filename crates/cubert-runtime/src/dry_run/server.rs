@@ -172,9 +172,8 @@ impl ComputeServer for DryRunServer {
     type Storage = VirtualStorage;
     // Everything is bookkeeping here (a launch only counts): on an idle device all of it
     // runs on the caller.
-    fn runs_on_caller(&self, _work: CallerWork) -> bool {
-        true
-    }
+    const CALLER_WORK: &'static [CallerWork] =
+        &[CallerWork::Allocation, CallerWork::Launch, CallerWork::Sync];
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();

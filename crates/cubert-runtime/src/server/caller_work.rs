@@ -7,11 +7,15 @@
 //! the caller may run the work itself under the server's lock and the order is the same.
 //!
 //! Whether that is worth it depends on the work and the backend, so the server says, per
-//! [`CallerWork`], through `ComputeServer::runs_on_caller`:
+//! [`CallerWork`]: `ComputeServer::CALLER_WORK` lists the kinds it may run on callers at all
+//! (the others go to the runner without touching the server's lock), and
+//! `ComputeServer::runs_on_caller` says whether it does now, on this thread:
 //!
-//! - an **allocation** is bookkeeping on every backend;
+//! - an **allocation** is host bookkeeping on the CPU; on CUDA it stays queued, where the
+//!   growable pool's work overlaps the caller's;
 //! - a **launch** only queues the kernel on CUDA, but runs it on the CPU (there the caller
-//!   would wait for the kernel, and lose the overlap the runner gives);
+//!   would wait for the kernel, and lose the overlap the runner gives); CUDA runs only the
+//!   first launch after a sync on the caller, so back-to-back launches keep the overlap;
 //! - a **sync** is a check of the stream's errors on the CPU and an event recorded on CUDA;
 //!   the caller waits for it in any case.
 //!
