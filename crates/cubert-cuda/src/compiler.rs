@@ -14,10 +14,10 @@ use crate::driver::{self, DriverFailure, nvrtc};
 use crate::kernel::{CudaKernel, KernelSource};
 use crate::prelude::{PRELUDE, PRELUDE_VERSION};
 use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::memory::FastMap;
 use cubert_runtime::properties::fnv1a;
 use cubert_runtime::{CompilationError, ExecutionMode, KernelMetadata, LaunchError};
 use cudarc::driver::sys::{CUfunction, CUmodule};
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,7 +109,7 @@ pub struct Compiler {
     arch: (u32, u32),
     driver_version: i32,
     disk: Option<PathBuf>,
-    loaded: HashMap<String, [Option<Loaded>; 3]>,
+    loaded: FastMap<String, [Option<Loaded>; 3]>,
     stats: CompileStats,
 }
 
@@ -122,7 +122,7 @@ impl Compiler {
             arch,
             driver_version,
             disk,
-            loaded: HashMap::new(),
+            loaded: FastMap::default(),
             stats: CompileStats::default(),
         }
     }

@@ -20,7 +20,7 @@ use cubert_runtime::spin::{recv_spinning, spinning_helps};
 use cubert_runtime::{Bytes, ProfileError, ServerError, StreamId};
 use cudarc::driver::sys::CUevent;
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 pub struct Shared {
     errors: Mutex<StreamErrors>,
     unhealthy: Mutex<Option<ServerError>>,
+    /// Set once `unhealthy` holds the fault: the check every entry point makes reads this
+    /// flag, not the mutex.
+    faulted: AtomicBool,
 }
 
 impl Shared {
@@ -68,6 +71,9 @@ impl Shared {
     /// # Errors
     /// `ServerError::ServerUnhealthy` after a device fault.
     pub fn health(&self) -> Result<(), ServerError> {
+        if !self.faulted.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &*self
             .unhealthy
             .lock()
@@ -87,6 +93,7 @@ impl Shared {
         if unhealthy.is_none() {
             tracing::error!("CUDA device fault: {error}");
             *unhealthy = Some(error);
+            self.faulted.store(true, Ordering::Release);
         }
     }
 }

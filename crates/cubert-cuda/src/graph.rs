@@ -15,10 +15,10 @@ use crate::context::CudaContext;
 use crate::driver;
 use crate::status::{StatusBlock, StatusBlocks};
 use crate::streams::Streams;
+use cubert_runtime::memory::FastMap;
 use cubert_runtime::server::CapturedGraph;
 use cubert_runtime::{Binding, ServerError, StreamId};
 use cudarc::driver::sys::{CUgraph, CUgraphExec};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A capture in progress.
@@ -47,7 +47,7 @@ unsafe impl Send for GraphExec {}
 #[derive(Default)]
 pub(crate) struct Graphs {
     capture: Option<Capture>,
-    graphs: HashMap<u64, GraphExec>,
+    graphs: FastMap<u64, GraphExec>,
     next_graph: u64,
 }
 

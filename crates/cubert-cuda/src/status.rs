@@ -15,9 +15,9 @@
 use crate::context::CudaContext;
 use crate::driver::{self, DriverFailure};
 use cubert_runtime::backtrace::BackTrace;
+use cubert_runtime::memory::FastMap;
 use cubert_runtime::{ServerError, StreamId};
 use cudarc::driver::sys::{self, CUdeviceptr};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Slots per block.
@@ -183,7 +183,7 @@ impl Drop for BlockPool {
 /// The current status block of each stream.
 pub struct StatusBlocks {
     pool: Arc<BlockPool>,
-    current: HashMap<StreamId, StatusBlock>,
+    current: FastMap<StreamId, StatusBlock>,
 }
 
 impl StatusBlocks {
@@ -191,7 +191,7 @@ impl StatusBlocks {
     pub fn new(context: Arc<CudaContext>) -> Self {
         Self {
             pool: BlockPool::new(context),
-            current: HashMap::new(),
+            current: FastMap::default(),
         }
     }
 

@@ -14,10 +14,11 @@
 
 use crate::context::CudaContext;
 use crate::driver::{self, DriverFailure};
+use cubert_runtime::memory::FastMap;
 use cubert_runtime::memory::{StreamOrdering, StreamPoint};
 use cubert_runtime::{StreamId, StreamPriority, StreamSettings};
 use cudarc::driver::sys::{self, CUevent, CUstream};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Events without timing, shared with the completion thread (which returns them).
@@ -91,7 +92,7 @@ struct RawStream {
 pub struct Streams {
     context: Arc<CudaContext>,
     raw: Vec<RawStream>,
-    ids: HashMap<StreamId, usize>,
+    ids: FastMap<StreamId, usize>,
     events: Arc<EventPool>,
     /// The most `CUstream`s to create (at least 1).
     limit: usize,
@@ -109,7 +110,7 @@ impl Streams {
         Self {
             context,
             raw: Vec::new(),
-            ids: HashMap::new(),
+            ids: FastMap::default(),
             events,
             limit: (settings.max_streams as usize).max(1),
             priority: settings.priority,

@@ -6,19 +6,19 @@
 //! error goes to the caller each time.
 
 use super::CubeDim;
+use crate::memory::FastMap;
 use cubert_lang::KernelKey;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Built language kernels of one device. See the module docs.
 pub struct LanguageKernelCache<K> {
-    kernels: Mutex<HashMap<(KernelKey, CubeDim), K>>,
+    kernels: Mutex<FastMap<(KernelKey, CubeDim), K>>,
 }
 
 impl<K> Default for LanguageKernelCache<K> {
     fn default() -> Self {
         Self {
-            kernels: Mutex::new(HashMap::new()),
+            kernels: Mutex::new(FastMap::default()),
         }
     }
 }
@@ -55,7 +55,7 @@ impl<K: Clone> LanguageKernelCache<K> {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(KernelKey, CubeDim), K>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FastMap<(KernelKey, CubeDim), K>> {
         // A panic while holding the lock can't leave the map inconsistent (one insert).
         self.kernels
             .lock()

@@ -1,7 +1,8 @@
-//! Fast maps keyed by the allocator's integers: [`IdHasher`] and [`IdMap`].
+//! Fast maps keyed by the allocator's integers: [`IdHasher`], [`IdMap`] and [`FastMap`].
 //!
 //! The memory manager, the block pools and the servers look memory ids, sizes and stream
-//! values up on every allocation; the standard SipHash is needlessly slow for such keys.
+//! values up on every allocation, and the servers' streams and compiled kernels up on every
+//! launch; the standard SipHash is needlessly slow for such keys.
 //! Its own module so that the manager and the pools share it without using each other.
 
 use crate::handle::MemoryId;
@@ -37,3 +38,7 @@ impl Hasher for IdHasher {
 
 /// A map keyed by memory id.
 pub type IdMap<V> = HashMap<MemoryId, V, BuildHasherDefault<IdHasher>>;
+
+/// A map hashed by [`IdHasher`], for keys the process makes itself (stream ids, graph ids,
+/// kernel ids), never an adversary's: what the servers look up on every launch.
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;

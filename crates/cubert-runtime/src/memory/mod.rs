@@ -25,7 +25,7 @@ mod usage;
 
 pub use device_memory::{Allocation, DeviceMemory};
 pub use foreign::ForeignMemory;
-pub use id_map::{IdHasher, IdMap};
+pub use id_map::{FastMap, IdHasher, IdMap};
 pub use manager::{MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
 pub use mode::{MemoryAllocationMode, ModeTable, PersistentMemory};
 pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};

@@ -17,10 +17,10 @@ use crate::error::LaunchError;
 use crate::kernel::CubeDim;
 use crate::kernel::StandardVariant;
 use crate::lang::KernelDefinition;
+use crate::memory::FastMap;
 use crate::runtime::Runtime;
 use crate::server::ComputeServer;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Units per cube of the elementwise standard kernels.
@@ -236,8 +236,9 @@ pub fn units_kernel<R: Runtime>(
 /// The variant key of the units kernels ([`units_kernel`]).
 const UNITS: &str = "units";
 
-/// Built kernels by runtime, standard kernel and variant (`""` for the standard kernel).
-type BuiltKernels = HashMap<(TypeId, StandardKernel, String), Box<dyn Any + Send>>;
+/// Built kernels by runtime and standard kernel, then by variant (`""` for the standard
+/// kernel; a few per kernel, so a lookup compares them and allocates no key).
+type BuiltKernels = FastMap<(TypeId, StandardKernel), Vec<(String, Box<dyn Any + Send>)>>;
 
 /// The variant key of the lines kernels ([`lines_kernel`]).
 const LINES: &str = "lines";
@@ -342,21 +343,30 @@ fn built<R: Runtime>(
     define: impl FnOnce() -> Result<Option<(KernelDefinition, CubeDim)>, LaunchError>,
 ) -> Result<Option<<R::Server as ComputeServer>::Kernel>, LaunchError> {
     static BUILT: OnceLock<Mutex<BuiltKernels>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (TypeId::of::<R>(), kernel, variant.to_string());
+    let built = BUILT.get_or_init(|| Mutex::new(FastMap::default()));
+    let key = (TypeId::of::<R>(), kernel);
     let lock = || built.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(found) = lock()
-        .get(&key)
-        .and_then(|kernel| kernel.downcast_ref::<<R::Server as ComputeServer>::Kernel>())
-    {
-        return Ok(Some(found.clone()));
+    let found = lock().get(&key).and_then(|variants| {
+        variants
+            .iter()
+            .find(|(name, _)| name == variant)
+            .and_then(|(_, kernel)| kernel.downcast_ref::<<R::Server as ComputeServer>::Kernel>())
+            .cloned()
+    });
+    if let Some(found) = found {
+        return Ok(Some(found));
     }
     let Some((definition, cube_dim)) = define()? else {
         return Ok(None);
     };
     // Built outside the lock: an NVRTC compile takes a while; two threads building the
-    // same kernel at once build it twice.
+    // same kernel at once build it twice (the first one built is kept).
     let compiled = R::language_kernel(&definition, cube_dim)?;
-    lock().insert(key, Box::new(compiled.clone()));
+    let mut built = lock();
+    let variants = built.entry(key).or_default();
+    if !variants.iter().any(|(name, _)| name == variant) {
+        variants.push((variant.to_string(), Box::new(compiled.clone())));
+    }
+    drop(built);
     Ok(Some(compiled))
 }
