@@ -792,6 +792,58 @@ mod tests {
     }
 
     #[test]
+    fn each_threads_work_runs_in_its_order_whichever_thread_runs_it() {
+        // Threads mixing work the caller may run (launches, syncs) with work that always
+        // goes to the runner: each thread's items must run in the order it submitted them,
+        // whether the caller's thread or the runner ran each one.
+        let handle = threaded();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let on_caller = Arc::new(AtomicU64::new(0));
+        std::thread::scope(|scope| {
+            for thread in 0..4u64 {
+                let (handle, log, on_caller) = (handle.clone(), log.clone(), on_caller.clone());
+                scope.spawn(move || {
+                    let me = std::thread::current().id();
+                    for step in 0..2000u64 {
+                        let entry = log.clone();
+                        let counted = on_caller.clone();
+                        let record = move |_: &mut DryRunServer| {
+                            if std::thread::current().id() == me {
+                                counted.fetch_add(1, Ordering::Relaxed);
+                            }
+                            entry.lock().unwrap().push((thread, step));
+                        };
+                        match step % 5 {
+                            0 | 1 => handle.submit_as(CallerWork::Launch, record),
+                            2 => handle.submit(record),
+                            3 => handle.submit_blocking_as(CallerWork::Sync, record).unwrap(),
+                            _ => handle.submit_blocking(record).unwrap(),
+                        }
+                    }
+                });
+            }
+        });
+        handle.submit_blocking(|_| ()).unwrap();
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 4 * 2000);
+        for thread in 0..4u64 {
+            let steps: Vec<u64> = log
+                .iter()
+                .filter(|(who, _)| *who == thread)
+                .map(|(_, step)| *step)
+                .collect();
+            assert_eq!(
+                steps,
+                (0..2000).collect::<Vec<_>>(),
+                "thread {thread}'s order"
+            );
+        }
+        // Both ways were taken (the runner is idle after every blocking call).
+        assert!(on_caller.load(Ordering::Relaxed) > 0);
+        assert!(on_caller.load(Ordering::Relaxed) < 4 * 2000);
+    }
+
+    #[test]
     fn an_allocation_behind_queued_work_waits_for_it() {
         let handle = threaded();
         let handles = handle.utilities().layout_policy.handles().clone();
