@@ -525,8 +525,9 @@ fn a_thread_using_another_context_keeps_it_while_its_launches_and_syncs_run() {
             // SAFETY: created above, no longer used.
             assert_eq!(unsafe { sys::cuCtxDestroy_v2(own) }, CUresult::CUDA_SUCCESS);
         });
-        // A thread with no context: its work runs, and the device's context is current
-        // there afterwards (as the CUDA runtime leaves a thread it has used).
+        // A thread with no context current: its work runs, on this thread when the runner
+        // is idle (the device's context then stays current here, as the CUDA runtime
+        // leaves a thread it has used), else on the runner.
         scope.spawn(|| {
             assert!(current().is_null());
             ops::add(&client, &x, &one, &x, 256, ElemType::F32).unwrap();
