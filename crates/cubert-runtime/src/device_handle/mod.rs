@@ -12,7 +12,7 @@
 //!   `submit_as`/`submit_blocking_as` (launches, syncs), runs on the caller's thread
 //!   instead when the runner is idle (every message sent to it has been handled, nothing
 //!   deferred) and the server is free, if the server runs that kind of work on its callers
-//!   (`ComputeServer::runs_on_caller`, see `server::CallerWork`). Nothing earlier can
+//!   (`ComputeServer::CALLER_WORK` and `runs_on_caller`, see `server::CallerWork`). Nothing earlier can
 //!   still be waiting, so the order is the same; a launch-and-sync or allocate-and-drop
 //!   loop then never crosses threads (the drops' releases are drained by the next
 //!   allocation on the same thread).
@@ -232,19 +232,20 @@ impl<S> Core<S> {
     where
         S: ComputeServer,
     {
-        self.run_locked(|server| {
+        let server = self.server.lock().unwrap_or_else(PoisonError::into_inner);
+        self.run_claimed(server, |server| {
             server.allocate(id, size, stream);
             if let Some(then) = then {
                 then(server);
             }
         });
-        self.run_deferred();
     }
 
     /// The server, locked, if the runner is idle (every message sent to it has been handled
     /// and the server is free) and the server runs `work` on this thread
-    /// (`ComputeServer::CALLER_WORK`, then `ComputeServer::runs_on_caller`). Work run under the guard then comes after
-    /// everything submitted before (by any thread), as if the runner had run it.
+    /// (`ComputeServer::CALLER_WORK`, then `ComputeServer::runs_on_caller`). Work run under
+    /// the guard then comes after everything submitted before (by any thread), as if the
+    /// runner had run it.
     fn claim_idle(&self, work: CallerWork) -> Option<MutexGuard<'_, S>>
     where
         S: ComputeServer,
@@ -265,8 +266,8 @@ impl<S> Core<S> {
         (idle() && server.runs_on_caller(work)).then_some(server)
     }
 
-    /// Runs `work` with the server of [`Self::claim_idle`] on the caller's thread, then
-    /// every task it deferred.
+    /// Runs `work` with `server` (locked, by [`Self::allocate`] or [`Self::claim_idle`]) on
+    /// the caller's thread, then every task it deferred.
     fn run_claimed(&self, mut server: MutexGuard<'_, S>, work: impl FnOnce(&mut S)) {
         self.run_guarded(&mut server, work);
         drop(server);
@@ -410,7 +411,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
     }
 
     /// Queues `task`, a piece of `work`. Returns at once in threaded mode; when the runner
-    /// is idle and the server runs `work` on its callers (`ComputeServer::runs_on_caller`),
+    /// is idle and the server runs `work` on its callers (`ComputeServer::CALLER_WORK`,
+    /// `ComputeServer::runs_on_caller`),
     /// `task` runs on the caller's thread before this returns, in the same order (see the
     /// module docs). For short work only (a launch that queues a kernel): the caller waits
     /// for it.
@@ -538,7 +540,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
 
     /// Runs `task`, a piece of `work`, after everything queued before it and returns its
     /// result: on the caller's thread when the runner is idle and the server runs `work` on
-    /// its callers (`ComputeServer::runs_on_caller`), on the runner otherwise.
+    /// its callers (`ComputeServer::CALLER_WORK`, `ComputeServer::runs_on_caller`), on the
+    /// runner otherwise.
     ///
     /// # Errors
     /// As [`Self::submit_blocking`].
