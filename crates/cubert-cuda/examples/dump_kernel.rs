@@ -8,7 +8,9 @@
 //!
 //! - `bf16 <i>` / `tf32 <i>`: the tensor-core matmul with `MMA_TILINGS[i]`;
 //! - `group <i>`: the plane group's (`wgmma`) bf16 matmul with `GROUP_MMA_TILINGS[i]`;
-//! - `f32 <variant>`: the CUDA backend's f32 matmul variant of that name (`d128x128k8`).
+//! - `f32 <variant>`: the CUDA backend's f32 matmul variant of that name (`d128x128k8`);
+//! - `add <units|lines>`: the f32 add of a unit per element or per line of 4, as `ops::add`
+//!   launches it on GPUs.
 //!
 //! Unchecked launches by default (as `matmul_tensor_cores` and `ops` launch them),
 //! `checked` for checked ones. Writes `<dir>/kernel.cu` and `<dir>/kernel.cubin`.
@@ -16,12 +18,14 @@
 use cubert_cuda::lang::{cube_dim_option, entry_name, generate};
 use cubert_cuda::standard_kernels::matmul_tilings;
 use cubert_cuda::{PRELUDE, compile_cuda, nvrtc_options};
-use cubert_runtime::kernel::standard::matmul_definition;
 use cubert_runtime::kernel::standard::matmul_group_mma::{
     GROUP_MMA_TILINGS, matmul_plane_group_mma,
 };
 use cubert_runtime::kernel::standard::matmul_mma::{MMA_TILINGS, matmul_plane_mma};
 use cubert_runtime::kernel::standard::matmul_tf32::matmul_plane_mma_tf32;
+use cubert_runtime::kernel::standard::{
+    ELEMENTWISE_CUBE_DIM, StandardKernel, lines_definition, matmul_definition, units_definition,
+};
 use cubert_runtime::lang::prelude::bf16;
 use cubert_runtime::{CubeDim, ElemType, ExecutionMode};
 use std::error::Error;
@@ -30,7 +34,7 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: dump_kernel <bf16|tf32|group|f32> <tiling index or variant> [checked] <dir>";
+        "usage: dump_kernel <bf16|tf32|group|f32|add> <tiling index or variant> [checked] <dir>";
     let (Some(kind), Some(tiling), Some(dir)) = (args.first(), args.get(1), args.last()) else {
         return Err(usage.into());
     };
@@ -71,6 +75,16 @@ fn main() -> Result<(), Box<dyn Error>> {
                 matmul_plane_group_mma::definition::<bf16>(t.groups, t.tile_n, t.stages);
             (definition, CubeDim::new_1d(t.units()))
         }
+        "add" => {
+            let kernel = StandardKernel::Add(ElemType::F32);
+            let definition = match tiling.as_str() {
+                "units" => units_definition(kernel)?,
+                "lines" => lines_definition(kernel),
+                _ => None,
+            };
+            let definition = definition.ok_or("add takes `units` or `lines`")?;
+            (definition, ELEMENTWISE_CUBE_DIM)
+        }
         _ => return Err(usage.into()),
     };
     let ir = definition.ir().map_err(|error| error.to_string())?;
@@ -81,10 +95,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         mode,
         &[cube_dim_option(cube_dim), "--fmad=false".into()],
     );
-    let cubin = compile_cuda(&entry, &source, &options).map_err(|log| log.to_string())?;
+    // The source first: it is written even where NVRTC is missing.
     let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("kernel.cu"), format!("{PRELUDE}\n{source}"))?;
+    let cubin = compile_cuda(&entry, &source, &options).map_err(|log| log.to_string())?;
     std::fs::write(dir.join("kernel.cubin"), cubin)?;
     println!("{}", definition.id());
     Ok(())

@@ -5,6 +5,9 @@
 //! writes and syncs on a capturing stream are refused. Checked launches in the graph count
 //! out-of-bounds accesses in the graph's own status slots, checked after every replay.
 //!
+//! [`write_graph_dot`] writes a captured graph as Graphviz DOT, every node with its
+//! parameters, to compare what a capture produced with a graph built another way.
+//!
 //! [`Graphs`] is the server's part that owns the capture in progress and the instantiated
 //! graphs. The server binds its context (and settles what must come first) before calling
 //! it, and passes its streams, status blocks or completion thread in where a step needs
@@ -13,13 +16,38 @@
 use crate::completion::{Check, Completion, Job, Reply};
 use crate::context::CudaContext;
 use crate::driver;
+use crate::runtime::CudaRuntime;
+use crate::server::CudaServer;
 use crate::status::{StatusBlock, StatusBlocks};
 use crate::streams::Streams;
+use cubert_runtime::client::Graph;
 use cubert_runtime::memory::FastMap;
 use cubert_runtime::server::CapturedGraph;
-use cubert_runtime::{Binding, ServerError, StreamId};
+use cubert_runtime::{Binding, ComputeClient, ServerError, StreamId};
 use cudarc::driver::sys::{CUgraph, CUgraphExec};
 use std::sync::{Arc, Mutex};
+
+/// Writes `graph` as a Graphviz DOT file at `path`: every node with its parameters (kernel
+/// name, grid, block, shared memory, arguments), as the driver sees it
+/// (`cuGraphDebugDotPrint`, verbose). For looking at what a capture produced, next to a
+/// graph built another way.
+///
+/// # Errors
+/// A graph of another device or one that is gone; a path with a NUL byte; the driver's
+/// error (an unwritable path).
+pub fn write_graph_dot(
+    client: &ComputeClient<CudaRuntime>,
+    graph: &Graph<CudaRuntime>,
+    path: &std::path::Path,
+) -> Result<(), ServerError> {
+    if graph.device_id() != client.device_id() {
+        return Err(ServerError::generic(
+            "the graph was captured on another device",
+        ));
+    }
+    let (id, path) = (graph.id(), path.to_path_buf());
+    client.with_server(move |server: &mut CudaServer| server.write_graph_dot(id, &path))?
+}
 
 /// A capture in progress.
 struct Capture {
@@ -186,6 +214,19 @@ impl Graphs {
                 reply: Reply::Status,
             })?;
         }
+        Ok(())
+    }
+
+    /// Writes graph `id` as a Graphviz DOT file at `path` (the context is bound).
+    pub(crate) fn write_dot(&self, id: u64, path: &std::path::Path) -> Result<(), ServerError> {
+        let Some(graph) = self.graphs.get(&id) else {
+            return Err(ServerError::generic(format!("there is no graph {id}")));
+        };
+        let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            ServerError::generic(format!("the path {} holds a NUL byte", path.display()))
+        })?;
+        // SAFETY: a live graph of this server; `path` is NUL-terminated.
+        unsafe { driver::graph::write_dot(graph.graph, &path) }?;
         Ok(())
     }
 

@@ -56,6 +56,7 @@ mod transfer;
 pub use compiler::{CompileStats, compile_cuda, nvrtc_options, nvrtc_version};
 pub use device::{CUDA_DEVICE_TYPE, CudaDevice, CudaInfo, device_count};
 pub use driver::{DriverStatus, driver_status};
+pub use graph::write_graph_dot;
 pub use kernel::{ArgsCapacity, CudaKernel, KernelArgs, KernelSource, MAX_BUFFERS, MAX_INFO};
 pub use peer::{DevicePeerReceipt, DevicePeerSource};
 pub use prelude::{PRELUDE, PRELUDE_VERSION};

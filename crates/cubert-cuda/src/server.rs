@@ -495,6 +495,21 @@ impl CudaServer {
 }
 
 impl CudaServer {
+    /// Writes graph `graph` as a Graphviz DOT file at `path` (see [`crate::write_graph_dot`]).
+    ///
+    /// # Errors
+    /// No such graph; a path with a NUL byte; the driver's error (an unwritable path).
+    pub fn write_graph_dot(
+        &mut self,
+        graph: u64,
+        path: &std::path::Path,
+    ) -> Result<(), ServerError> {
+        self.context
+            .bind()
+            .map_err(ServerError::from)
+            .and_then(|()| self.graphs.write_dot(graph, path))
+    }
+
     /// Queues the chunks of a read of `dense` contiguous bytes into pinned memory, each
     /// followed by an event, then a sync job for the stream's errors. Returns the buffer
     /// (and its address), the chunks and the job's answer; `None` when no pinned memory is

@@ -576,6 +576,34 @@ fn replayed_graph_produces_the_same_bytes_as_the_eager_run() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn a_captured_graph_is_written_as_dot_with_one_kernel_node_per_launch() {
+    let client = client();
+    let one = client.create(Bytes::from_elems(vec![1.0f32])).unwrap();
+    let counter = client.create(Bytes::from_elems(vec![0.0f32])).unwrap();
+    client.sync().unwrap();
+    client.start_capture().unwrap();
+    for _ in 0..3 {
+        ops::add(&client, &counter, &one, &counter, 1, ElemType::F32).unwrap();
+    }
+    let graph = client.end_capture().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("graph.dot");
+    cubert_cuda::write_graph_dot(&client, &graph, &path).unwrap();
+    let dot = std::fs::read_to_string(&path).unwrap();
+    println!("{dot}");
+    assert!(dot.starts_with("digraph"), "{dot}");
+    let kernel_nodes = dot.lines().filter(|line| line.contains("KERNEL")).count();
+    assert_eq!(kernel_nodes, 3, "{dot}");
+    // The graph still replays after being written.
+    client.replay(&graph).unwrap();
+    assert_eq!(client.read_one(counter).unwrap().to_elems::<f32>(), [3.0]);
+    // An unwritable path is an error.
+    let missing = dir.path().join("no-such-dir").join("graph.dot");
+    assert!(cubert_cuda::write_graph_dot(&client, &graph, &missing).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn tma_copies_a_tile_into_shared_memory() {
     let client = client();
     if !client.features().tma {

@@ -9,7 +9,13 @@
 //! - per kernel, wall: 100 (20 quick) back-to-back replays then `sync`, wall / (replays ×
 //!   1000);
 //! - launch call: the caller-thread time of `client.replay` during those replays, median
-//!   (the call queues the replay; the runner thread makes the driver call).
+//!   (the call queues the replay; the runner thread makes the driver call);
+//! - per empty kernel: a graph of 1000 `ops::noop`, timed as the first figure. A node of
+//!   `x[0] += 1` waits for the previous node's store to reach the L2 slice holding `x`, and
+//!   that latency depends on the address: in plain CUDA the same graph runs 0.72 to 0.85 µs
+//!   per node depending only on where `x` lies (`scripts/anchors/graph_kernels.cu`, H200).
+//!   Empty kernels touch no memory, so this figure compares launch paths alone (the anchor
+//!   script measures plain CUDA's).
 //!
 //! After 3 warm-up replays. Check: x counts every kernel of every replay exactly. Backends
 //! without graphs (the CPU) answer `start_capture` with `ServerError::Unsupported`: the
@@ -18,16 +24,18 @@
 use super::recorder::Recorder;
 use super::timing::{median, profile_clock, profiled_seconds};
 use crate::error::CliResult;
-use cubert::{Bytes, ComputeClient, ElemType, Runtime, ServerError, ops};
+use cubert::client::Graph;
+use cubert::{Bytes, ComputeClient, ElemType, LaunchError, Runtime, ServerError, ops};
 use std::time::Instant;
 
 /// Figures this part of the launch group measures.
-pub const FIGURES: u64 = 3;
+pub const FIGURES: u64 = 4;
 
 const PER_KERNEL: &str = "cubert_graph_per_kernel_us";
 const PER_KERNEL_WALL: &str = "cubert_graph_per_kernel_wall_us";
 const LAUNCH_CALL: &str = "cubert_graph_launch_call_us";
-const NAMES: [&str; 3] = [PER_KERNEL, PER_KERNEL_WALL, LAUNCH_CALL];
+const NOOP_PER_KERNEL: &str = "cubert_graph_noop_per_kernel_us";
+const NAMES: [&str; 4] = [PER_KERNEL, PER_KERNEL_WALL, LAUNCH_CALL, NOOP_PER_KERNEL];
 
 /// Kernels in the graph.
 const KERNELS: usize = 1000;
@@ -61,36 +69,18 @@ pub fn run<R: Runtime>(
         }
         Err(error) => return Err(error.into()),
     }
-    let mut captured = Ok(());
-    for _ in 0..KERNELS {
-        captured = ops::add(client, &counter, &one, &counter, 1, ElemType::F32);
-        if captured.is_err() {
-            break;
+    let graph = match capture(client, || {
+        ops::add(client, &counter, &one, &counter, 1, ElemType::F32)
+    })? {
+        Ok(graph) => graph,
+        Err(problem) => {
+            for name in NAMES {
+                recorder.skip(name, &problem);
+            }
+            return Ok(());
         }
-    }
-    // End the capture even if a launch failed, so the stream is usable again.
-    let graph = client.end_capture();
-    captured?;
-    let graph = graph?;
-    if graph.launches() != KERNELS {
-        let problem = format!(
-            "the graph holds {} launches, {KERNELS} were captured",
-            graph.launches()
-        );
-        for name in NAMES {
-            recorder.skip(name, &problem);
-        }
-        return Ok(());
-    }
-    for _ in 0..WARM_UP {
-        client.replay(&graph)?;
-    }
-    client.sync()?;
-    let mut per_kernel = Vec::with_capacity(profiled_reps);
-    for _ in 0..profiled_reps {
-        let seconds = profiled_seconds(client, "graph replay", || client.replay(&graph))?;
-        per_kernel.push(seconds * 1e6 / KERNELS as f64);
-    }
+    };
+    let per_kernel = profiled_per_kernel(client, &graph, profiled_reps)?;
     recorder.start(PER_KERNEL_WALL);
     let mut calls = Vec::with_capacity(wall_reps);
     let start = Instant::now();
@@ -134,5 +124,85 @@ pub fn run<R: Runtime>(
         "us/launch",
         &format!("caller-thread time of client.replay (queues the replay), median of {wall_reps}"),
     );
+    noop_per_kernel(client, profiled_reps, recorder)
+}
+
+/// The per-node time of a graph of [`KERNELS`] empty kernels ([`NOOP_PER_KERNEL`]).
+fn noop_per_kernel<R: Runtime>(
+    client: &ComputeClient<R>,
+    profiled_reps: usize,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    recorder.start(NOOP_PER_KERNEL);
+    client.start_capture()?;
+    let graph = match capture(client, || ops::noop(client))? {
+        Ok(graph) => graph,
+        Err(problem) => {
+            recorder.skip(NOOP_PER_KERNEL, &problem);
+            return Ok(());
+        }
+    };
+    let per_kernel = profiled_per_kernel(client, &graph, profiled_reps)?;
+    recorder.emit(
+        NOOP_PER_KERNEL,
+        median(&per_kernel),
+        "us/kernel",
+        &format!(
+            "graph of {KERNELS} ops::noop, one client.replay timed by client.profile ({}) / \
+             {KERNELS}, median of {profiled_reps}",
+            profile_clock(client)
+        ),
+    );
     Ok(())
+}
+
+/// Makes [`KERNELS`] launches with `launch` into the capture started on `client`, ends it
+/// (even after a failed launch, so the stream is usable again) and returns the graph, or
+/// the problem when it doesn't hold every launch.
+///
+/// # Errors
+/// The failed launch, or the error ending the capture.
+fn capture<R: Runtime>(
+    client: &ComputeClient<R>,
+    mut launch: impl FnMut() -> Result<(), LaunchError>,
+) -> CliResult<Result<Graph<R>, String>> {
+    let mut captured = Ok(());
+    for _ in 0..KERNELS {
+        captured = launch();
+        if captured.is_err() {
+            break;
+        }
+    }
+    let graph = client.end_capture();
+    captured?;
+    let graph = graph?;
+    if graph.launches() != KERNELS {
+        return Ok(Err(format!(
+            "the graph holds {} launches, {KERNELS} were captured",
+            graph.launches()
+        )));
+    }
+    Ok(Ok(graph))
+}
+
+/// After [`WARM_UP`] replays of `graph`, `reps` replays each timed by `client.profile`, in
+/// microseconds per kernel.
+///
+/// # Errors
+/// A failed replay or profile.
+fn profiled_per_kernel<R: Runtime>(
+    client: &ComputeClient<R>,
+    graph: &Graph<R>,
+    reps: usize,
+) -> CliResult<Vec<f64>> {
+    for _ in 0..WARM_UP {
+        client.replay(graph)?;
+    }
+    client.sync()?;
+    let mut per_kernel = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let seconds = profiled_seconds(client, "graph replay", || client.replay(graph))?;
+        per_kernel.push(seconds * 1e6 / KERNELS as f64);
+    }
+    Ok(per_kernel)
 }

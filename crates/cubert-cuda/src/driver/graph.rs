@@ -86,3 +86,18 @@ pub unsafe fn destroy_exec(exec: CUgraphExec) -> Result<(), DriverFailure> {
     // SAFETY: the caller upholds this function's contract.
     unsafe { sys::cuGraphExecDestroy(exec) }.during("cuGraphExecDestroy")
 }
+
+/// Writes `graph` as a Graphviz DOT file at `path`, every node with its parameters
+/// (`cuGraphDebugDotPrint`, verbose).
+///
+/// # Errors
+/// The driver's error (an unwritable path).
+///
+/// # Safety
+/// `graph` is a live graph.
+pub unsafe fn write_dot(graph: CUgraph, path: &std::ffi::CStr) -> Result<(), DriverFailure> {
+    let verbose = sys::CUgraphDebugDot_flags::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE as u32;
+    // SAFETY: the caller vouches for `graph`; `path` is a NUL-terminated string.
+    unsafe { sys::cuGraphDebugDotPrint(graph, path.as_ptr(), verbose) }
+        .during("cuGraphDebugDotPrint")
+}

@@ -26,6 +26,17 @@ impl<R: Runtime> Graph<R> {
     pub fn launches(&self) -> usize {
         self.launches
     }
+
+    /// The graph's id on its device's server (what a backend's own graph tools take, such
+    /// as `cubert_cuda::write_graph_dot`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The device the graph was captured on.
+    pub fn device_id(&self) -> crate::DeviceId {
+        self.device.device_id()
+    }
 }
 
 impl<R: Runtime> std::fmt::Debug for Graph<R> {
