@@ -6,7 +6,10 @@
 // Build and run on the GPU machine:
 //   nvcc -O2 -std=c++17 -arch=sm_90 -o /tmp/graph_kernels scripts/anchors/graph_kernels.cu && /tmp/graph_kernels
 // Empty kernels: native_graph_empty_per_kernel_us. x[0] += 1 with x at 32 addresses 512 KiB
-// apart in one 16 MiB allocation: native_graph_add1_by_address_{min,median,max}_us.
+// apart in one 16 MiB allocation: native_graph_add1_by_address_{min,median,max}_us; ops::add's
+// work (x[0] = x[0] + y[0], 256 threads, y 256 KiB past x) the same way:
+// native_graph_add_by_address_{min,median,max}_us, next to cubert's
+// cubert_graph_add_by_address_* (bench --only launch).
 // Kernels, each at 1, 32 and 256 threads in one block:
 //   add1      x[0] += 1 (one load, one store; native_anchors.cu's graph kernel), 8-byte parameters
 //   add_ptrs  o[i] = x[i] + y[i] with i < n (two loads, one store; ops::add's work), 32 bytes
@@ -60,9 +63,19 @@ int main() {
     float* at = area + offset / sizeof(float);
     by_address.push_back(graph_us(s, [&] { add1<<<1, 1, 0, s>>>(at); }));
   }
-  std::sort(by_address.begin(), by_address.end());
-  printf("native_graph_add1_by_address_min_us %.3f\nnative_graph_add1_by_address_median_us %.3f\nnative_graph_add1_by_address_max_us %.3f\n",
-         by_address.front(), by_address[by_address.size() / 2], by_address.back());
+  std::vector<double> add_by_address;
+  for (size_t offset = 0; offset < (16u << 20); offset += 512u << 10) {
+    float* at = area + offset / sizeof(float);
+    float* next = at + (256u << 10) / sizeof(float);
+    add_by_address.push_back(graph_us(s, [&] { add_ptrs<<<1, 256, 0, s>>>(at, next, at, 1); }));
+  }
+  auto report = [](const char* name, std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    printf("%s_min_us %.3f\n%s_median_us %.3f\n%s_max_us %.3f\n", name, v.front(), name,
+           v[v.size() / 2], name, v.back());
+  };
+  report("native_graph_add1_by_address", by_address);
+  report("native_graph_add_by_address", add_by_address);
   printf("threads add1_us add_ptrs_us add72_us\n");
   for (int t : {1, 32, 256}) {
     double one = graph_us(s, [&] { add1<<<1, t, 0, s>>>(x); });

@@ -1,5 +1,6 @@
 //! Graph replay, part of the launch group: `cubert_graph_per_kernel_us`,
-//! `cubert_graph_per_kernel_wall_us` and `cubert_graph_launch_call_us`.
+//! `cubert_graph_per_kernel_wall_us`, `cubert_graph_launch_call_us`,
+//! `cubert_graph_noop_per_kernel_us` and `cubert_graph_add_by_address_{min,median,max}_us`.
 //!
 //! 1000 launches of `x[0] += 1` (`ops::add` in place on one f32) are captured with
 //! `client.start_capture` / `end_capture`, and the graph is replayed with `client.replay`:
@@ -15,7 +16,11 @@
 //!   that latency depends on the address: in plain CUDA the same graph runs 0.72 to 0.85 µs
 //!   per node depending only on where `x` lies (`scripts/anchors/graph_kernels.cu`, H200).
 //!   Empty kernels touch no memory, so this figure compares launch paths alone (the anchor
-//!   script measures plain CUDA's).
+//!   script measures plain CUDA's);
+//! - per kernel by address: the first figure's graph with `x` at 32 addresses 512 KiB apart
+//!   in one 16 MiB buffer and its `1.0` 256 KiB past it, median of 10 replays each; the
+//!   least, median and largest over the addresses (the anchor script sweeps plain CUDA's
+//!   two-buffer add the same way).
 //!
 //! After 3 warm-up replays. Check: x counts every kernel of every replay exactly. Backends
 //! without graphs (the CPU) answer `start_capture` with `ServerError::Unsupported`: the
@@ -29,13 +34,31 @@ use cubert::{Bytes, ComputeClient, ElemType, LaunchError, Runtime, ServerError, 
 use std::time::Instant;
 
 /// Figures this part of the launch group measures.
-pub const FIGURES: u64 = 4;
+pub const FIGURES: u64 = 7;
 
 const PER_KERNEL: &str = "cubert_graph_per_kernel_us";
 const PER_KERNEL_WALL: &str = "cubert_graph_per_kernel_wall_us";
 const LAUNCH_CALL: &str = "cubert_graph_launch_call_us";
 const NOOP_PER_KERNEL: &str = "cubert_graph_noop_per_kernel_us";
-const NAMES: [&str; 4] = [PER_KERNEL, PER_KERNEL_WALL, LAUNCH_CALL, NOOP_PER_KERNEL];
+const BY_ADDRESS: [&str; 3] = [
+    "cubert_graph_add_by_address_min_us",
+    "cubert_graph_add_by_address_median_us",
+    "cubert_graph_add_by_address_max_us",
+];
+const NAMES: [&str; 7] = [
+    PER_KERNEL,
+    PER_KERNEL_WALL,
+    LAUNCH_CALL,
+    NOOP_PER_KERNEL,
+    BY_ADDRESS[0],
+    BY_ADDRESS[1],
+    BY_ADDRESS[2],
+];
+/// Addresses of the sweep, and the bytes between them.
+const ADDRESSES: u64 = 32;
+const ADDRESS_STEP: u64 = 512 << 10;
+/// Replays timed per address.
+const REPS_PER_ADDRESS: usize = 10;
 
 /// Kernels in the graph.
 const KERNELS: usize = 1000;
@@ -124,7 +147,72 @@ pub fn run<R: Runtime>(
         "us/launch",
         &format!("caller-thread time of client.replay (queues the replay), median of {wall_reps}"),
     );
-    noop_per_kernel(client, profiled_reps, recorder)
+    noop_per_kernel(client, profiled_reps, recorder)?;
+    add_by_address(client, recorder)
+}
+
+/// The per-node time of the one-element add's graph with the counter at [`ADDRESSES`]
+/// places, each with its `1.0` half a step past it ([`BY_ADDRESS`]); each counter is
+/// checked after its replays.
+fn add_by_address<R: Runtime>(client: &ComputeClient<R>, recorder: &mut Recorder) -> CliResult<()> {
+    recorder.start(BY_ADDRESS[0]);
+    let len = (ADDRESSES * ADDRESS_STEP) as usize / 4;
+    let area = client.empty(len * 4)?;
+    ops::fill(client, &area, len, 0.0f32)?;
+    let mut medians = Vec::with_capacity(ADDRESSES as usize);
+    for index in 0..ADDRESSES {
+        let counter = area.view(index * ADDRESS_STEP, 4)?;
+        let one = area.view(index * ADDRESS_STEP + ADDRESS_STEP / 2, 4)?;
+        ops::fill(client, &one, 1, 1.0f32)?;
+        client.start_capture()?;
+        let graph = match capture(client, || {
+            ops::add(client, &counter, &one, &counter, 1, ElemType::F32)
+        })? {
+            Ok(graph) => graph,
+            Err(problem) => {
+                for name in BY_ADDRESS {
+                    recorder.skip(name, &problem);
+                }
+                return Ok(());
+            }
+        };
+        medians.push(median(&profiled_per_kernel(
+            client,
+            &graph,
+            REPS_PER_ADDRESS,
+        )?));
+        let want = ((WARM_UP + REPS_PER_ADDRESS) * KERNELS) as f32;
+        let got = client.read_one(counter)?.to_elems::<f32>();
+        if got != [want] {
+            let problem = format!(
+                "the counter at offset {} holds {got:?} after its replays, expected {want}",
+                index * ADDRESS_STEP
+            );
+            for name in BY_ADDRESS {
+                recorder.skip(name, &problem);
+            }
+            return Ok(());
+        }
+    }
+    medians.sort_by(f64::total_cmp);
+    let picks = [0, medians.len() / 2, medians.len() - 1];
+    for (name, (pick, what)) in BY_ADDRESS
+        .into_iter()
+        .zip(picks.into_iter().zip(["least", "median", "largest"]))
+    {
+        recorder.emit(
+            name,
+            medians[pick],
+            "us/kernel",
+            &format!(
+                "the {what} over {ADDRESSES} counters {} KiB apart of the per-kernel time of \
+                 a graph of {KERNELS} x[0] += 1 (median of {REPS_PER_ADDRESS} profiled \
+                 replays each, counts checked)",
+                ADDRESS_STEP >> 10
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// The per-node time of a graph of [`KERNELS`] empty kernels ([`NOOP_PER_KERNEL`]).
