@@ -22,7 +22,8 @@
 //!   least, median and largest over the addresses (the anchor script sweeps plain CUDA's
 //!   two-buffer add the same way).
 //!
-//! After 3 warm-up replays. Check: x counts every kernel of every replay exactly. Backends
+//! After 3 warm-up replays. Check: x counts every kernel of every replay exactly (the empty
+//! kernels' graph has nothing to count: its launches are counted at capture). Backends
 //! without graphs (the CPU) answer `start_capture` with `ServerError::Unsupported`: the
 //! figures are then "not measured", with the reason, and no failure.
 
