@@ -93,16 +93,11 @@ pub fn run<R: Runtime>(
         }
         Err(error) => return Err(error.into()),
     }
-    let graph = match capture(client, || {
+    let Some(graph) = capture(client, recorder, &NAMES, || {
         ops::add(client, &counter, &one, &counter, 1, ElemType::F32)
-    })? {
-        Ok(graph) => graph,
-        Err(problem) => {
-            for name in NAMES {
-                recorder.skip(name, &problem);
-            }
-            return Ok(());
-        }
+    })?
+    else {
+        return Ok(());
     };
     let per_kernel = profiled_per_kernel(client, &graph, profiled_reps)?;
     recorder.start(PER_KERNEL_WALL);
@@ -166,16 +161,11 @@ fn add_by_address<R: Runtime>(client: &ComputeClient<R>, recorder: &mut Recorder
         let one = area.view(index * ADDRESS_STEP + ADDRESS_STEP / 2, 4)?;
         ops::fill(client, &one, 1, 1.0f32)?;
         client.start_capture()?;
-        let graph = match capture(client, || {
+        let Some(graph) = capture(client, recorder, &BY_ADDRESS, || {
             ops::add(client, &counter, &one, &counter, 1, ElemType::F32)
-        })? {
-            Ok(graph) => graph,
-            Err(problem) => {
-                for name in BY_ADDRESS {
-                    recorder.skip(name, &problem);
-                }
-                return Ok(());
-            }
+        })?
+        else {
+            return Ok(());
         };
         medians.push(median(&profiled_per_kernel(
             client,
@@ -224,12 +214,8 @@ fn noop_per_kernel<R: Runtime>(
 ) -> CliResult<()> {
     recorder.start(NOOP_PER_KERNEL);
     client.start_capture()?;
-    let graph = match capture(client, || ops::noop(client))? {
-        Ok(graph) => graph,
-        Err(problem) => {
-            recorder.skip(NOOP_PER_KERNEL, &problem);
-            return Ok(());
-        }
+    let Some(graph) = capture(client, recorder, &[NOOP_PER_KERNEL], || ops::noop(client))? else {
+        return Ok(());
     };
     let per_kernel = profiled_per_kernel(client, &graph, profiled_reps)?;
     recorder.emit(
@@ -246,15 +232,18 @@ fn noop_per_kernel<R: Runtime>(
 }
 
 /// Makes [`KERNELS`] launches with `launch` into the capture started on `client`, ends it
-/// (even after a failed launch, so the stream is usable again) and returns the graph, or
-/// the problem when it doesn't hold every launch.
+/// (even after a failed launch, so the stream is usable again) and returns the graph;
+/// `None` when it doesn't hold every launch, after skipping the figures `names` with the
+/// problem.
 ///
 /// # Errors
 /// The failed launch, or the error ending the capture.
 fn capture<R: Runtime>(
     client: &ComputeClient<R>,
+    recorder: &mut Recorder,
+    names: &[&str],
     mut launch: impl FnMut() -> Result<(), LaunchError>,
-) -> CliResult<Result<Graph<R>, String>> {
+) -> CliResult<Option<Graph<R>>> {
     let mut captured = Ok(());
     for _ in 0..KERNELS {
         captured = launch();
@@ -266,12 +255,16 @@ fn capture<R: Runtime>(
     captured?;
     let graph = graph?;
     if graph.launches() != KERNELS {
-        return Ok(Err(format!(
+        let problem = format!(
             "the graph holds {} launches, {KERNELS} were captured",
             graph.launches()
-        )));
+        );
+        for name in names {
+            recorder.skip(name, &problem);
+        }
+        return Ok(None);
     }
-    Ok(Ok(graph))
+    Ok(Some(graph))
 }
 
 /// After [`WARM_UP`] replays of `graph`, `reps` replays each timed by `client.profile`, in

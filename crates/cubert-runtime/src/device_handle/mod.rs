@@ -12,10 +12,10 @@
 //!   `submit_as`/`submit_blocking_as` (launches, syncs), runs on the caller's thread
 //!   instead when the runner is idle (every message sent to it has been handled, nothing
 //!   deferred) and the server is free, if the server runs that kind of work on its callers
-//!   (`ComputeServer::CALLER_WORK` and `runs_on_caller`, see `server::CallerWork`). Nothing earlier can
-//!   still be waiting, so the order is the same; a launch-and-sync or allocate-and-drop
-//!   loop then never crosses threads (the drops' releases are drained by the next
-//!   allocation on the same thread).
+//!   (`ComputeServer::CALLER_WORK` and `runs_on_caller`, see `server::CallerWork`).
+//!   Nothing earlier can still be waiting, so the order is the same; a launch-and-sync or
+//!   allocate-and-drop loop then never crosses threads (the drops' releases are drained by
+//!   the next allocation on the same thread).
 //! - **Inline**: tasks run on the calling thread, serialized by a re-entrant gate. For
 //!   single-threaded programs and tests.
 //!
@@ -412,9 +412,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
 
     /// Queues `task`, a piece of `work`. Returns at once in threaded mode; when the runner
     /// is idle and the server runs `work` on its callers (`ComputeServer::CALLER_WORK`,
-    /// `ComputeServer::runs_on_caller`),
-    /// `task` runs on the caller's thread before this returns, in the same order (see the
-    /// module docs). For short work only (a launch that queues a kernel): the caller waits
+    /// `ComputeServer::runs_on_caller`), `task` runs on the caller's thread before this
+    /// returns, in the same order (see the module docs). For short work only (a launch that queues a kernel): the caller waits
     /// for it.
     pub fn submit_as(&self, work: CallerWork, task: impl FnOnce(&mut S) + Send + 'static) {
         self.submit_with(Some(work), task);
