@@ -13,7 +13,11 @@
 //! - `cubert_d2h_pinned_*`: `client.read_one(handle)`, which returns pooled pinned memory on
 //!   CUDA (heap memory on the CPU);
 //! - `cubert_d2h_pageable_*`: `client.read_into(handle, &mut vec)`, into a plain `Vec` the
-//!   caller keeps from one read to the next (touched once before timing).
+//!   caller keeps from one read to the next (touched once before timing);
+//! - `cubert_h2d_pinned_*_device` and `cubert_d2h_pinned_*_device`: the same pinned upload
+//!   and read timed by `client.profile` (device events around the copy on CUDA) instead of
+//!   the wall clock, so that the wall figure's distance from plain CUDA's splits into the
+//!   copy's and the issuing and waiting around it.
 //!
 //! Host buffers are prepared outside the timed region; the time is wall time from the call
 //! to the end of the sync (or read). Before each upload the device block is poisoned so
@@ -25,7 +29,7 @@
 use super::bytes_check::{check_device, first_difference, poison_device, poison_host, stamp};
 use super::recorder::Recorder;
 use super::sweep;
-use super::timing::{gb_per_s, median};
+use super::timing::{gb_per_s, median, profile_clock, profiled_seconds};
 use super::units::{GIB, MIB, size_label};
 use crate::error::CliResult;
 use crate::rng::mix;
@@ -36,7 +40,34 @@ use std::time::Instant;
 /// Figures this group measures (for the progress bar): the headline figures and the
 /// sweep's points.
 pub fn figures(quick: bool) -> u64 {
-    6 + sweep::points(quick)
+    8 + sweep::points(quick)
+}
+
+/// What times a transfer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    /// The wall clock, from the call to the end of the sync (or the read).
+    Wall,
+    /// Device events around the copy (`client.profile`).
+    Device,
+}
+
+impl Clock {
+    /// The figure name's suffix.
+    fn suffix(self) -> &'static str {
+        match self {
+            Clock::Wall => "",
+            Clock::Device => "_device",
+        }
+    }
+
+    /// How the figure was timed, for its note.
+    fn note<R: Runtime>(self, client: &ComputeClient<R>) -> String {
+        match self {
+            Clock::Wall => "wall time".to_string(),
+            Clock::Device => format!("timed by client.profile ({})", profile_clock(client)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -68,33 +99,28 @@ pub fn run<R: Runtime>(
         word.copy_from_slice(&mix(0x7a5f, i as u64).to_le_bytes());
     }
     let mut headline = sweep::Largest::default();
-    for (kind, name) in [
-        (Source::Pinned, "h2d_pinned"),
-        (Source::Pageable, "h2d_pageable"),
-        (Source::Slice, "h2d_pageable_slice"),
-        (Source::File, "h2d_file"),
+    for (kind, clock, name) in [
+        (Source::Pinned, Clock::Wall, "h2d_pinned"),
+        (Source::Pinned, Clock::Device, "h2d_pinned"),
+        (Source::Pageable, Clock::Wall, "h2d_pageable"),
+        (Source::Slice, Clock::Wall, "h2d_pageable_slice"),
+        (Source::File, Clock::Wall, "h2d_file"),
     ] {
-        let measured = upload(
-            client,
-            recorder,
-            &format!("cubert_{name}_{label}"),
-            kind,
-            reps,
-            &mut source,
-        )?;
-        match kind {
-            Source::Pinned => headline.h2d_pinned = measured,
-            Source::Pageable => headline.h2d_pageable = measured,
-            Source::Slice | Source::File => {}
+        let name = format!("cubert_{name}_{label}{}", clock.suffix());
+        let measured = upload(client, recorder, &name, kind, clock, reps, &mut source)?;
+        match (kind, clock) {
+            (Source::Pinned, Clock::Wall) => headline.h2d_pinned = measured,
+            (Source::Pageable, _) => headline.h2d_pageable = measured,
+            _ => {}
         }
     }
-    headline.d2h = download(
-        client,
-        recorder,
-        &format!("cubert_d2h_pinned_{label}"),
-        reps,
-        &source,
-    )?;
+    for clock in [Clock::Wall, Clock::Device] {
+        let name = format!("cubert_d2h_pinned_{label}{}", clock.suffix());
+        let measured = download(client, recorder, &name, clock, reps, &source)?;
+        if clock == Clock::Wall {
+            headline.d2h = measured;
+        }
+    }
     download_into(
         client,
         recorder,
@@ -139,6 +165,7 @@ fn upload<R: Runtime>(
     recorder: &mut Recorder,
     name: &str,
     kind: Source,
+    clock: Clock,
     reps: usize,
     source: &mut [u8],
 ) -> CliResult<Option<f64>> {
@@ -175,13 +202,28 @@ fn upload<R: Runtime>(
             property = bytes.property();
         }
         client.sync()?;
-        let start = Instant::now();
-        let handle = match bytes {
-            Some(bytes) => client.create(bytes)?,
-            None => client.create_from_slice(source)?,
+        let create = || match bytes {
+            Some(bytes) => client.create(bytes),
+            None => client.create_from_slice(source),
         };
-        client.sync()?;
-        let elapsed = start.elapsed().as_secs_f64();
+        let (handle, elapsed) = match clock {
+            Clock::Wall => {
+                let start = Instant::now();
+                let handle = create()?;
+                client.sync()?;
+                (handle, start.elapsed().as_secs_f64())
+            }
+            Clock::Device => {
+                let mut handle = None;
+                let elapsed = profiled_seconds(client, name, || {
+                    handle = Some(create()?);
+                    Ok::<_, cubert::IoError>(())
+                })?;
+                let handle =
+                    handle.ok_or_else(|| crate::error::failure("the upload made no handle"))?;
+                (handle, elapsed)
+            }
+        };
         if let Some(problem) = check_device(client, &handle, source, rep == reps)? {
             recorder.skip(name, &format!("upload {rep} is wrong: {problem}"));
             return Ok(None);
@@ -207,7 +249,10 @@ fn upload<R: Runtime>(
         name,
         value,
         "GB/s",
-        &format!("{how}, median of {reps} (every upload checked)"),
+        &format!(
+            "{how}, {}, median of {reps} (every upload checked)",
+            clock.note(client)
+        ),
     );
     Ok(Some(value))
 }
@@ -216,6 +261,7 @@ fn download<R: Runtime>(
     client: &ComputeClient<R>,
     recorder: &mut Recorder,
     name: &str,
+    clock: Clock,
     reps: usize,
     source: &[u8],
 ) -> CliResult<Option<f64>> {
@@ -226,9 +272,28 @@ fn download<R: Runtime>(
     let mut property = AllocationProperty::Native;
     let mut seconds = Vec::with_capacity(reps);
     for rep in 0..=reps {
-        let start = Instant::now();
-        let mut bytes = client.read_one(handle.clone())?;
-        let elapsed = start.elapsed().as_secs_f64();
+        let (mut bytes, elapsed) = match clock {
+            Clock::Wall => {
+                let start = Instant::now();
+                let bytes = client.read_one(handle.clone())?;
+                (bytes, start.elapsed().as_secs_f64())
+            }
+            Clock::Device => {
+                // Queued inside the profile, waited for after it: the profile ends right
+                // behind the copy on the stream.
+                let mut pending = None;
+                let elapsed = profiled_seconds(client, name, || {
+                    pending = Some(client.read_lazy(vec![handle.clone()]));
+                    Ok::<_, cubert::IoError>(())
+                })?;
+                let bytes = pending
+                    .ok_or_else(|| crate::error::failure("the read was not queued"))?
+                    .wait()?
+                    .pop()
+                    .ok_or_else(|| crate::error::failure("the read returned no buffer"))?;
+                (bytes, elapsed)
+            }
+        };
         property = bytes.property();
         let problem = first_difference(&bytes, source, 0);
         poison_host(&mut bytes);
@@ -250,7 +315,10 @@ fn download<R: Runtime>(
         name,
         value,
         "GB/s",
-        &format!("client.read_one, which returns {into}, median of {reps} (every byte checked)"),
+        &format!(
+            "client.read_one, which returns {into}, {}, median of {reps} (every byte checked)",
+            clock.note(client)
+        ),
     );
     Ok(Some(value))
 }
