@@ -1,26 +1,30 @@
-//! A sync whose caller waits for the device itself.
+//! A sync or a read whose caller waits for the device itself.
 //!
-//! A sync normally records an event and hands it to the completion thread, which waits for
-//! it and wakes the caller: on an idle device that is two thread hand-offs after the work is
-//! done (runner → completion thread → caller) on top of the launch's. When the completion
-//! thread has nothing queued, no earlier job can still add an error for the stream, so the
-//! caller may watch the event itself: [`DirectWait`] polls it (`cuEventQuery`) each time
-//! it is polled, and once it completed reports the stream's status counters and takes
-//! its errors, as the completion thread would have.
+//! A sync or a read normally records an event and hands it to the completion thread, which
+//! waits for it and wakes the caller: on an idle device that is two thread hand-offs after
+//! the work is done (runner → completion thread → caller) on top of the launch's. When the
+//! completion thread has nothing queued, no earlier job can still add an error for the
+//! stream, so the caller may watch the event itself: [`DirectWait`] polls it
+//! (`cuEventQuery`) each time it is polled, and once it completed reports the stream's
+//! status counters, takes its errors and hands over the read's buffers (none for a sync),
+//! as the completion thread would have.
 //!
-//! A caller that blocks (`client.sync()`, through `block_on`) polls it in a loop, so a
-//! short kernel is seen done within a driver call. The direct watch lasts
-//! [`DIRECT_WAIT`]; past it (long work), or if the future is dropped first, the event and
-//! the counters go to the completion thread as before, which then resolves the future, or
-//! only releases them. A future polled by an async executor checks the event once and then
-//! hands it over at once, so the executor is never made to spin.
+//! A caller that blocks (`client.sync()`, `client.read()`, through `block_on`) polls it in a
+//! loop, so a short kernel or copy is seen done within a driver call. Past
+//! [`DIRECT_WAIT`] (long work) such a caller waits for the event in the driver
+//! (`cuEventSynchronize`, as the completion thread would, and as a synchronous
+//! `cudaMemcpy` does): it is blocked either way, and this way no thread has to wake it
+//! (on an H200 host the hand-off cost a 1 GiB read 0.7-1.1 % of its time). A future polled
+//! by an async executor checks the event once and then hands it to the completion thread
+//! at once, so the executor is never made to spin or block; so does a future dropped
+//! before its event completed (the thread keeps a read's buffers alive until then).
 
-use crate::completion::{Check, CompletionQueue, Job, Reply, Shared};
+use crate::completion::{Check, CompletionQueue, Job, Reply, Shared, wait_for};
 use crate::context::CudaContext;
 use crate::driver::{self, DriverFailure};
 use crate::streams::EventPool;
 use cubert_runtime::future::{OneshotReceiver, oneshot, polled_by_block_on};
-use cubert_runtime::{ServerError, StreamId};
+use cubert_runtime::{Bytes, ServerError, StreamId};
 use cudarc::driver::sys::CUevent;
 use std::future::Future;
 use std::pin::Pin;
@@ -28,7 +32,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// How long a caller watches the event itself before the completion thread takes over.
+/// How long a blocked caller polls the event before it waits for it in the driver.
 pub const DIRECT_WAIT: Duration = Duration::from_micros(100);
 
 /// What a future that waits for the server's events on its caller's thread needs of the
@@ -45,10 +49,12 @@ pub struct DirectWaitParts {
     pub queue: CompletionQueue,
 }
 
-/// The event of a sync and what to do once it completes.
+/// The event of a sync or read and what to do once it completes.
 struct Pending {
     event: CUevent,
     checks: Vec<Check>,
+    /// The read's buffers, which the device fills before the event (empty for a sync).
+    buffers: Vec<Bytes>,
 }
 
 // SAFETY: CUevent handles may be used from any thread of the context; checks are Send.
@@ -58,12 +64,13 @@ enum State {
     /// The caller watches the event.
     Watching(Pending),
     /// The completion thread waits for the event and answers here.
-    HandedOff(OneshotReceiver<Result<(), ServerError>>),
+    HandedOff(OneshotReceiver<Result<Vec<Bytes>, ServerError>>),
     /// Resolved.
     Done,
 }
 
-/// A sync of `stream` resolved by its caller's polls (see the module docs).
+/// A sync or read of `stream` resolved by its caller's polls (see the module docs): the
+/// read's buffers, or none for a sync.
 pub struct DirectWait {
     parts: DirectWaitParts,
     stream: StreamId,
@@ -72,19 +79,25 @@ pub struct DirectWait {
 }
 
 impl DirectWait {
-    /// Watches `event`, recorded on `stream` after the work to sync, and then reports
-    /// `checks`. Only valid while the completion thread has no job queued.
+    /// Watches `event`, recorded on `stream` after the work to wait for (a read's copies
+    /// into `buffers`; none for a sync), then reports `checks` and resolves to `buffers`.
+    /// Only valid while the completion thread has no job queued.
     pub fn new(
         parts: DirectWaitParts,
         stream: StreamId,
         event: CUevent,
         checks: Vec<Check>,
+        buffers: Vec<Bytes>,
     ) -> Self {
         Self {
             parts,
             stream,
             started: Instant::now(),
-            state: State::Watching(Pending { event, checks }),
+            state: State::Watching(Pending {
+                event,
+                checks,
+                buffers,
+            }),
         }
     }
 
@@ -102,30 +115,80 @@ impl DirectWait {
         unsafe { driver::event::query(event) }
     }
 
-    /// Hands the event and the checks to the completion thread, with `reply` to answer.
-    fn hand_off(&self, pending: Pending, reply: Reply) -> Result<(), ServerError> {
+    /// Blocks until the event completed (polled, then `cuEventSynchronize`), with the
+    /// server's context current.
+    fn block(&self, event: CUevent) -> Result<(), DriverFailure> {
+        let _scope = if self.parts.context.is_current() {
+            None
+        } else {
+            Some(self.parts.context.scoped()?)
+        };
+        wait_for(event)
+    }
+
+    /// Hands the event, the checks and the buffers to the completion thread, which answers
+    /// on the returned receiver.
+    fn hand_off(
+        &self,
+        pending: Pending,
+    ) -> Result<OneshotReceiver<Result<Vec<Bytes>, ServerError>>, ServerError> {
+        let (sender, receiver) = oneshot();
+        self.submit(
+            pending.event,
+            pending.checks,
+            Reply::Read(pending.buffers, sender),
+        )?;
+        Ok(receiver)
+    }
+
+    /// Gives the event, the checks and the buffers to the completion thread with no one to
+    /// answer: it reports the checks and drops the buffers once the device is done with
+    /// them.
+    fn release(&self, pending: Pending) -> Result<(), ServerError> {
+        let reply = if pending.buffers.is_empty() {
+            Reply::Status
+        } else {
+            Reply::Retire(Box::new(pending.buffers))
+        };
+        self.submit(pending.event, pending.checks, reply)
+    }
+
+    fn submit(&self, event: CUevent, checks: Vec<Check>, reply: Reply) -> Result<(), ServerError> {
         self.parts.queue.submit(Job {
-            event: pending.event,
+            event,
             timing_event: false,
             stream: self.stream,
-            checks: pending.checks,
+            checks,
             reply,
         })
     }
 
-    /// The sync's outcome once the event completed: the checks reported, the event given
-    /// back, the stream's errors taken.
-    fn finish(&self, pending: Pending) -> Result<(), ServerError> {
+    /// The outcome once the event completed: the checks reported, the event given back,
+    /// the stream's errors taken, the buffers handed over.
+    fn finish(&self, pending: Pending) -> Result<Vec<Bytes>, ServerError> {
         for check in pending.checks {
             check.report(&self.parts.shared);
         }
         self.parts.events.give_back(pending.event);
-        self.parts.shared.take_errors(self.stream)
+        self.parts
+            .shared
+            .take_errors(self.stream)
+            .map(|()| pending.buffers)
+    }
+
+    /// A driver failure while watching: recorded (a fault marks the server unhealthy), the
+    /// event and what it guards released by the completion thread.
+    fn fail(&self, pending: Pending, failure: DriverFailure) -> ServerError {
+        let error = self.parts.shared.observe(failure.into_server_error());
+        if let Err(lost) = self.release(pending) {
+            tracing::warn!("a failed CUDA wait could not release its event: {lost}");
+        }
+        error
     }
 }
 
 impl Future for DirectWait {
-    type Output = Result<(), ServerError>;
+    type Output = Result<Vec<Bytes>, ServerError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -150,27 +213,27 @@ impl Future for DirectWait {
                 }
                 State::Watching(pending) => match this.query(pending.event) {
                     Ok(true) => return Poll::Ready(this.finish(pending)),
-                    // Only a caller blocked in `block_on` spins; an async executor is
-                    // answered by the completion thread's wake-up instead.
-                    Ok(false) if polled_by_block_on() && this.started.elapsed() < DIRECT_WAIT => {
-                        this.state = State::Watching(pending);
-                        // Polled again at once: a blocked caller spins on the event.
-                        cx.waker().wake_by_ref();
-                        return Poll::Pending;
-                    }
-                    Ok(false) => {
-                        let (sender, receiver) = oneshot();
-                        if let Err(error) = this.hand_off(pending, Reply::Sync(sender)) {
-                            return Poll::Ready(Err(error));
+                    // Only a caller blocked in `block_on` waits itself; an async executor
+                    // is answered by the completion thread's wake-up instead.
+                    Ok(false) if polled_by_block_on() => {
+                        if this.started.elapsed() < DIRECT_WAIT {
+                            this.state = State::Watching(pending);
+                            // Polled again at once: a blocked caller spins on the event.
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
                         }
-                        this.state = State::HandedOff(receiver);
+                        // Long work: wait in the driver, as the completion thread would; a
+                        // failed wait is a device fault there too, and `finish` reports it.
+                        if let Err(failure) = this.block(pending.event) {
+                            this.parts.shared.set_unhealthy(failure.into_server_error());
+                        }
+                        return Poll::Ready(this.finish(pending));
                     }
-                    Err(failure) => {
-                        let error = this.parts.shared.observe(failure.into_server_error());
-                        // The event and the counters are released by the completion thread.
-                        let _ = this.hand_off(pending, Reply::Status);
-                        return Poll::Ready(Err(error));
-                    }
+                    Ok(false) => match this.hand_off(pending) {
+                        Ok(receiver) => this.state = State::HandedOff(receiver),
+                        Err(error) => return Poll::Ready(Err(error)),
+                    },
+                    Err(failure) => return Poll::Ready(Err(this.fail(pending, failure))),
                 },
             }
         }
@@ -182,9 +245,9 @@ impl Drop for DirectWait {
         // Dropped before the event completed: the counters may still be written by the
         // device, so the completion thread keeps them (and the event) until it has.
         if let State::Watching(pending) = std::mem::replace(&mut self.state, State::Done)
-            && let Err(error) = self.hand_off(pending, Reply::Status)
+            && let Err(error) = self.release(pending)
         {
-            tracing::warn!("a dropped CUDA sync could not release its event: {error}");
+            tracing::warn!("a dropped CUDA wait could not release its event: {error}");
         }
     }
 }

@@ -717,6 +717,19 @@ impl ComputeServer for CudaServer {
             Ok(buffers) => buffers,
             Err(error) => return ready(Err(self.shared.observe(error))),
         };
+        if self.completion.is_idle() {
+            // Nothing queued can add an error for the stream: the caller waits itself.
+            return match self.detach_and_record(stream) {
+                Ok((event, checks)) => Box::pin(DirectWait::new(
+                    self.direct_wait.clone(),
+                    stream,
+                    event,
+                    checks,
+                    buffers,
+                )),
+                Err(error) => ready(Err(self.shared.observe(error))),
+            };
+        }
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Read(buffers, sender)) {
             return ready(Err(self.shared.observe(error)));
@@ -797,12 +810,16 @@ impl ComputeServer for CudaServer {
         if self.completion.is_idle() {
             // Nothing queued can add an error for the stream: the caller waits itself.
             return match self.detach_and_record(stream) {
-                Ok((event, checks)) => Box::pin(DirectWait::new(
-                    self.direct_wait.clone(),
-                    stream,
-                    event,
-                    checks,
-                )),
+                Ok((event, checks)) => {
+                    let wait = DirectWait::new(
+                        self.direct_wait.clone(),
+                        stream,
+                        event,
+                        checks,
+                        Vec::new(),
+                    );
+                    Box::pin(async move { wait.await.map(|_| ()) })
+                }
                 Err(error) => ready(Err(self.shared.observe(error))),
             };
         }

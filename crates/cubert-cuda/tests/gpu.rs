@@ -165,6 +165,14 @@ fn checked_out_of_bounds_write_is_reported_and_writes_nothing() {
 /// Spins for `info[0]` clock cycles.
 const SPIN: &str = "extern \"C\" __global__ void spin(const __grid_constant__ cubert::Args a) { long long start = clock64(); while (clock64() - start < (long long)a.info_words[0]) {} }";
 
+/// Launches one thread that spins for 40 million clock cycles (about 20 ms on an H200).
+fn spin_20_ms(client: &ComputeClient<CudaRuntime>) {
+    let spin = CudaKernel::from_cuda("spin", "spin", SPIN, CubeDim::new_single());
+    client
+        .launch(spin, CubeCount::new_1d(1), args(&[], vec![40_000_000]))
+        .unwrap();
+}
+
 /// Launches `fill` of 11 elements into the 10 of `small`: one out-of-bounds store.
 fn fill_one_past(client: &ComputeClient<CudaRuntime>, small: &cubert_runtime::Handle) {
     let fill = CudaRuntime::standard_kernel(StandardKernel::Fill(ElemType::F32)).unwrap();
@@ -182,7 +190,6 @@ fn fill_one_past(client: &ComputeClient<CudaRuntime>, small: &cubert_runtime::Ha
 fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread_waits() {
     let client = client();
     let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
-    let spin = CudaKernel::from_cuda("spin", "spin", SPIN, CubeDim::new_single());
     let is_out_of_bounds = |result: Result<(), ServerError>| {
         matches!(result, Err(ServerError::OutOfBounds { accesses: 1, .. }))
     };
@@ -190,15 +197,10 @@ fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread
     fill_one_past(&client, &small);
     assert!(is_out_of_bounds(client.sync()));
     assert!(client.sync().is_ok(), "an error is reported once");
-    // About 20 ms of work: past the caller's own watch, the completion thread answers.
+    // About 20 ms of work: past its first watch the blocked caller waits in the driver; a
+    // sync dropped unpolled goes to the completion thread.
     for wait in [true, false] {
-        client
-            .launch(
-                spin.clone(),
-                CubeCount::new_1d(1),
-                args(&[], vec![40_000_000]),
-            )
-            .unwrap();
+        spin_20_ms(&client);
         fill_one_past(&client, &small);
         if wait {
             assert!(is_out_of_bounds(client.sync()));
@@ -210,6 +212,65 @@ fn a_sync_reports_the_streams_errors_whether_its_caller_or_the_completion_thread
         }
     }
     assert!(client.sync().is_ok());
+    assert_eq!(
+        client.read_one(small).unwrap().to_elems::<f32>(),
+        vec![3.0; 10]
+    );
+}
+
+/// Polls `future` with a waker that does nothing, as an async executor would (not
+/// `block_on`), until it is ready.
+fn poll_like_an_executor<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_read_lands_its_bytes_and_reports_queued_errors_whoever_waits_for_it() {
+    let client = client();
+    let data: Vec<u8> = (0..4 << 20).map(|i| (i % 253) as u8).collect();
+    let handle = client.create_from_slice(&data).unwrap();
+    let small = client.create(Bytes::from_slice(&[0.0f32; 10])).unwrap();
+    let long_work = || spin_20_ms(&client);
+    // Short work: the caller sees the copy complete itself.
+    assert!(client.read_one(handle.clone()).unwrap()[..] == data[..]);
+    // About 20 ms of work first: the blocked caller waits in the driver.
+    long_work();
+    assert!(client.read_one(handle.clone()).unwrap()[..] == data[..]);
+    // An error queued behind long work comes back instead of the bytes, once.
+    long_work();
+    fill_one_past(&client, &small);
+    assert!(matches!(
+        client.read_one(handle.clone()),
+        Err(ServerError::OutOfBounds { accesses: 1, .. })
+    ));
+    assert!(client.read_one(handle.clone()).unwrap()[..] == data[..]);
+    // Polled by an executor, the read is handed to the completion thread, which answers.
+    long_work();
+    let read = poll_like_an_executor(client.read_async(vec![handle.clone()])).unwrap();
+    assert!(read[0][..] == data[..]);
+    // Dropped before the device got there: its pinned buffer is kept until the copy is
+    // done. Reads on another stream, not behind the long work, take buffers from the pool
+    // meanwhile and hold them past the dropped copy: none of them is written by it.
+    let reader = client.with_stream(StreamId::new(1 << 40));
+    let other: Vec<u8> = data.iter().map(|byte| byte ^ 0xff).collect();
+    let other_handle = reader.create_from_slice(&other).unwrap();
+    reader.sync().unwrap();
+    long_work();
+    drop(client.read_async(vec![handle.clone()]));
+    let held: Vec<Bytes> = (0..3)
+        .map(|_| reader.read_one(other_handle.clone()).unwrap())
+        .collect();
+    client.sync().unwrap();
+    assert!(held.iter().all(|bytes| bytes[..] == other[..]));
+    assert!(client.read_one(handle).unwrap()[..] == data[..]);
     assert_eq!(
         client.read_one(small).unwrap().to_elems::<f32>(),
         vec![3.0; 10]

@@ -316,7 +316,11 @@ fn download<R: Runtime>(
         value,
         "GB/s",
         &format!(
-            "client.read_one, which returns {into}, {}, median of {reps} (every byte checked)",
+            "{}, which returns {into}, {}, median of {reps} (every byte checked)",
+            match clock {
+                Clock::Wall => "client.read_one",
+                Clock::Device => "client.read_lazy queued inside the profile",
+            },
             clock.note(client)
         ),
     );
