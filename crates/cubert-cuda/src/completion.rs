@@ -4,7 +4,9 @@
 //! an event after the work and sends a [`Job`] here. This thread waits for the events in
 //! order (`cuEventSynchronize`), turns status counters into out-of-bounds errors, and
 //! resolves the job's future: read bytes, a sync result, a profile duration, or simply the
-//! release of buffers that had to live until a copy finished.
+//! release of buffers that had to live until a copy finished. When it has nothing queued, a
+//! read or sync is instead waited for by its caller (`direct_wait`), which hands its event
+//! here only when polled by an async executor or dropped early.
 //!
 //! A driver error while waiting means a device fault: the shared state is marked unhealthy
 //! and every later operation of the server reports it.

@@ -8,7 +8,8 @@
 //! runtime's memory manager over `cuMemAlloc`; stream ids map to non-blocking streams;
 //! uploads and downloads go through pooled pinned memory; kernels are CUDA C++ compiled by
 //! NVRTC (or PTX/cubin), cached in memory and on disk; reads, syncs and profiles resolve
-//! through events on a completion thread, never blocking the runner.
+//! through events, waited for by a completion thread or by the caller itself, never
+//! blocking the runner.
 //!
 //! Several GPUs: `to_client` copies GPU to GPU directly where peer access exists (`peer`),
 //! and collectives (`all_reduce`, `send`/`recv`) go through NCCL, also loaded at run time

@@ -3,7 +3,9 @@
 //! It runs on the device's runner thread (or under the inline lock) and never waits for the
 //! device there, except where the API needs a host-visible value right away (a dynamic cube
 //! count, an out-of-memory retry). Reads, syncs and profiles record an event and let the
-//! completion thread resolve their futures. Errors of queued work wait per stream in the
+//! completion thread resolve their futures, or, when that thread has nothing queued, let a
+//! read's or a sync's caller watch the event itself (`direct_wait`). Errors of queued work
+//! wait per stream in the
 //! shared state; a device fault marks the server unhealthy for good.
 //!
 //! The server keeps the core (context, memory, streams, status blocks, compiler, completion
@@ -66,7 +68,7 @@ pub struct CudaServer {
     // queued jobs), then the objects living in the context, the core's and the parts'; each
     // holds an `Arc` of the context, so the context itself goes last.
     completion: Completion,
-    /// What a sync on an idle completion thread gives its caller to wait by itself.
+    /// What a read or sync on an idle completion thread gives its caller to wait by itself.
     direct_wait: DirectWaitParts,
     shared: Arc<Shared>,
     device: CudaDevice,
