@@ -153,6 +153,9 @@ impl DirectWait {
         self.submit(pending.event, pending.checks, reply)
     }
 
+    /// Queues a job for the completion thread. It fails only once the server is gone, and a
+    /// server synchronizes its streams before its completion thread stops: a read's
+    /// buffers, dropped with the failed job, are no longer written by the device then.
     fn submit(&self, event: CUevent, checks: Vec<Check>, reply: Reply) -> Result<(), ServerError> {
         self.parts.queue.submit(Job {
             event,
