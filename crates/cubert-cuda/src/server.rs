@@ -5,8 +5,7 @@
 //! count, an out-of-memory retry). Reads, syncs and profiles record an event and let the
 //! completion thread resolve their futures, or, when that thread has nothing queued, let a
 //! read's or a sync's caller watch the event itself (`direct_wait`). Errors of queued work
-//! wait per stream in the
-//! shared state; a device fault marks the server unhealthy for good.
+//! wait per stream in the shared state; a device fault marks the server unhealthy for good.
 //!
 //! The server keeps the core (context, memory, streams, status blocks, compiler, completion
 //! thread) and owns one part per concept, each defined in its own module with private
@@ -512,6 +511,26 @@ impl CudaServer {
             .and_then(|()| self.graphs.write_dot(graph, path))
     }
 
+    /// The future of a read (into `buffers`) or a sync (none) of `stream` that its caller
+    /// waits on itself ([`DirectWait`]). Only while the completion thread has nothing
+    /// queued: then nothing queued can add an error for the stream.
+    fn wait_on_caller(
+        &mut self,
+        stream: StreamId,
+        buffers: Vec<Bytes>,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        match self.detach_and_record(stream) {
+            Ok((event, checks)) => Box::pin(DirectWait::new(
+                self.direct_wait.clone(),
+                stream,
+                event,
+                checks,
+                buffers,
+            )),
+            Err(error) => ready(Err(self.shared.observe(error))),
+        }
+    }
+
     /// Queues the chunks of a read of `dense` contiguous bytes into pinned memory, each
     /// followed by an event, then a sync job for the stream's errors. Returns the buffer
     /// (and its address), the chunks and the job's answer; `None` when no pinned memory is
@@ -720,17 +739,7 @@ impl ComputeServer for CudaServer {
             Err(error) => return ready(Err(self.shared.observe(error))),
         };
         if self.completion.is_idle() {
-            // Nothing queued can add an error for the stream: the caller waits itself.
-            return match self.detach_and_record(stream) {
-                Ok((event, checks)) => Box::pin(DirectWait::new(
-                    self.direct_wait.clone(),
-                    stream,
-                    event,
-                    checks,
-                    buffers,
-                )),
-                Err(error) => ready(Err(self.shared.observe(error))),
-            };
+            return self.wait_on_caller(stream, buffers);
         }
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Read(buffers, sender)) {
@@ -810,20 +819,8 @@ impl ComputeServer for CudaServer {
         self.drain_releases();
         self.memory.manager().release_idle(&mut self.streams);
         if self.completion.is_idle() {
-            // Nothing queued can add an error for the stream: the caller waits itself.
-            return match self.detach_and_record(stream) {
-                Ok((event, checks)) => {
-                    let wait = DirectWait::new(
-                        self.direct_wait.clone(),
-                        stream,
-                        event,
-                        checks,
-                        Vec::new(),
-                    );
-                    Box::pin(async move { wait.await.map(|_| ()) })
-                }
-                Err(error) => ready(Err(self.shared.observe(error))),
-            };
+            let wait = self.wait_on_caller(stream, Vec::new());
+            return Box::pin(async move { wait.await.map(|_| ()) });
         }
         let (sender, receiver) = oneshot();
         if let Err(error) = self.submit_job(stream, Reply::Sync(sender)) {

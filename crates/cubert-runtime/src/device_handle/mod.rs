@@ -413,8 +413,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
     /// Queues `task`, a piece of `work`. Returns at once in threaded mode; when the runner
     /// is idle and the server runs `work` on its callers (`ComputeServer::CALLER_WORK`,
     /// `ComputeServer::runs_on_caller`), `task` runs on the caller's thread before this
-    /// returns, in the same order (see the module docs). For short work only (a launch that queues a kernel): the caller waits
-    /// for it.
+    /// returns, in the same order (see the module docs). For short work only (a launch that
+    /// queues a kernel): the caller waits for it.
     pub fn submit_as(&self, work: CallerWork, task: impl FnOnce(&mut S) + Send + 'static) {
         self.submit_with(Some(work), task);
     }
