@@ -669,16 +669,22 @@ impl ComputeServer for CudaServer {
         Ok(())
     }
 
-    /// Syncs, and the first launch after a sync, run on an idle runner's caller, on a
-    /// thread where this device's context or none is current (see
+    /// Syncs, allocations, and the first launch after a sync, run on an idle runner's
+    /// caller, on a thread where this device's context or none is current (see
     /// [`CudaContext::suits_calling_thread`]): a caller that waits for each launch then
     /// makes the driver calls itself and never crosses threads. Later launches queue, so
     /// back-to-back launches keep the overlap of the caller's work with the runner's
     /// driver calls (measured on an H200: one-element adds back to back took 5.5-5.8 µs
-    /// each on the caller, 4.8-5.1 queued). Allocations queue: the growable pool's work
-    /// then overlaps the caller's too (64 MiB alloc + free pairs: 0.9-1.6 M/s on the
-    /// caller, 2.3-2.5 M/s queued, same call).
-    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Launch, CallerWork::Sync];
+    /// each on the caller, 4.8-5.1 queued). An allocation on the caller crosses no thread
+    /// either (its handle's release is drained by the next allocation on the same thread):
+    /// on an H200 host, 1.9-4.3 M alloc + free pairs/s against 1.8-2.5 M queued in the same
+    /// calls, once the growable pool took its block freed last back without a search and
+    /// stopped reading the precise clock (2026-11-29, `docs/benchmarks.md`; which of the
+    /// host's vCPUs the caller runs on moves the figure by 1.5 ×). Before that, the
+    /// pool's work on the caller made 64 MiB pairs slower than queued. An allocation that
+    /// has to grow the pool makes its driver calls on the caller, as `cudaMalloc` does.
+    const CALLER_WORK: &'static [CallerWork] =
+        &[CallerWork::Allocation, CallerWork::Launch, CallerWork::Sync];
 
     fn runs_on_caller(&self, work: CallerWork) -> bool {
         (work != CallerWork::Launch || !self.launched_since_sync)

@@ -551,7 +551,7 @@ fn profile_measures_device_time_with_events() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_thread_using_another_context_keeps_it_while_its_launches_and_syncs_run() {
+fn a_thread_using_another_context_keeps_it_while_its_allocations_launches_and_syncs_run() {
     use cudarc::driver::sys::{self, CUresult};
     let client = client();
     let x = client.create(Bytes::from_elems(vec![1.0f32; 256])).unwrap();
@@ -579,6 +579,10 @@ fn a_thread_using_another_context_keeps_it_while_its_launches_and_syncs_run() {
                 );
             }
             for _ in 0..3 {
+                // On an idle runner: a small block and a large one (the growable pool's
+                // driver calls), queued to the runner since another context is current.
+                drop(client.empty(1024).unwrap());
+                drop(client.empty(64 << 20).unwrap());
                 ops::add(&client, &x, &one, &x, 256, ElemType::F32).unwrap();
                 client.sync().unwrap();
             }
@@ -593,6 +597,17 @@ fn a_thread_using_another_context_keeps_it_while_its_launches_and_syncs_run() {
             assert!(current().is_null());
             ops::add(&client, &x, &one, &x, 256, ElemType::F32).unwrap();
             client.sync().unwrap();
+            // Allocated here when the runner is idle, used, and read back.
+            let sum = client.empty(256 * 4).unwrap();
+            let large = client.empty(64 << 20).unwrap();
+            ops::add(&client, &one, &one, &sum, 256, ElemType::F32).unwrap();
+            ops::add(&client, &one, &one, &large, 256, ElemType::F32).unwrap();
+            assert_eq!(
+                client.read_one(sum).unwrap().to_elems::<f32>(),
+                vec![2.0; 256]
+            );
+            let large = client.read_one(large.view(0, 256 * 4).unwrap()).unwrap();
+            assert_eq!(large.to_elems::<f32>(), vec![2.0; 256]);
         });
     });
     assert_eq!(

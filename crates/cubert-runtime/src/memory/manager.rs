@@ -27,6 +27,7 @@
 //! pool has neither reserved nor freed a block for `idle_release`.
 
 use super::block_pool::{BlockPool, PoolPolicy, ReleasedSegment, SegmentRule, Taken, round_up};
+use super::coarse_clock;
 use super::foreign::ForeignMemory;
 use super::growable_pool::GrowablePool;
 use super::id_map::IdMap;
@@ -231,7 +232,7 @@ pub struct MemoryManager<S: ComputeStorage> {
     persistent: BlockPool,
     paged: Option<PagedPool>,
     growable: Option<GrowablePool>,
-    /// When the growable pool last reserved or freed a block (ms since `started`).
+    /// When the growable pool last reserved or freed a block ([`coarse_clock::now_ms`]).
     growable_used_ms: u64,
     slices: IdMap<Slice>,
     /// Imported memory by id ([`Self::adopt`]).
@@ -332,7 +333,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             persistent,
             paged,
             growable,
-            growable_used_ms: 0,
+            growable_used_ms: coarse_clock::now_ms(),
             slices: IdMap::default(),
             foreign: IdMap::default(),
             released_foreign: Vec::new(),
@@ -609,7 +610,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             else {
                 return Err(IoError::invalid("the storage has no page mapper"));
             };
-            self.growable_used_ms = self.started.elapsed().as_millis() as u64;
+            self.growable_used_ms = coarse_clock::now_ms();
             let before = growable.stats();
             let outcome = growable.reserve(rounded, requested, stream, pager, ordering);
             let after = growable.stats();
@@ -899,7 +900,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
                 .is_some_and(|paged| paged.free(slice.taken.segment, points));
         }
         if slice.pool == PoolKind::Growable {
-            self.growable_used_ms = self.started.elapsed().as_millis() as u64;
+            self.growable_used_ms = coarse_clock::now_ms();
             return self
                 .growable
                 .as_mut()
@@ -1027,7 +1028,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             self.release_where(ordering, |touched| now.saturating_sub(touched) < idle_ms);
         // The growable pool gives its free pages back once it has neither reserved nor
         // freed a block for the idle time: a loop that allocates every step keeps them.
-        if now.saturating_sub(self.growable_used_ms) >= idle_ms {
+        if coarse_clock::now_ms().saturating_sub(self.growable_used_ms) >= idle_ms {
             bytes += self.release_growable(ordering);
         }
         bytes

@@ -6,11 +6,13 @@
 //! for when a freed slice may be reused by another stream, and `mode` for persistent
 //! allocation windows. [`DeviceMemory`] is what a server holds: the manager with the release
 //! queue, the early releases and the failed reservations around it (`device_memory`).
-//! [`IdMap`] (`id_map`) is the fast map by memory id they all use. `trace` reads and
+//! [`IdMap`] (`id_map`) is the fast map by memory id they all use; `coarse_clock` the cheap
+//! clock of the idle timer. `trace` reads and
 //! writes allocation traces; `training_trace` generates those of training loops. `foreign`
 //! is memory cubert did not allocate, imported with a release callback ([`ForeignMemory`]).
 
 pub mod block_pool;
+mod coarse_clock;
 mod device_memory;
 mod foreign;
 pub mod growable_pool;
