@@ -618,6 +618,43 @@ fn a_thread_using_another_context_keeps_it_while_its_allocations_launches_and_sy
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn a_large_block_last_used_on_another_stream_is_reused_only_after_that_use() {
+    let base = client();
+    let owner = base.with_stream(StreamId::new((1 << 40) + 40));
+    let other = base.with_stream(StreamId::new((1 << 40) + 41));
+    // 64 MiB: the growable pool's blocks.
+    let n = 16 << 20;
+    let ones = owner.create(Bytes::from_elems(vec![1.0f32; n])).unwrap();
+    let zeros = owner.create(Bytes::from_elems(vec![0.0f32; n])).unwrap();
+    let source = owner.create(Bytes::from_elems(vec![3.0f32; n])).unwrap();
+    let copy = other.empty(n * 4).unwrap();
+    owner.sync().unwrap();
+    other.sync().unwrap();
+    // The other stream reads the source 20 ms from now; the source is dropped at once.
+    spin_20_ms(&other);
+    ops::add(&other, &source, &zeros, &copy, n, ElemType::F32).unwrap();
+    drop(source);
+    let reserved = base.memory_usage().unwrap().bytes_reserved;
+    // The owner's next block of that size is the source's memory: its write must wait for
+    // the other stream's read.
+    let reused = owner.empty(n * 4).unwrap();
+    ops::add(&owner, &ones, &ones, &reused, n, ElemType::F32).unwrap();
+    assert_eq!(
+        base.memory_usage().unwrap().bytes_reserved,
+        reserved,
+        "the source's block was reused"
+    );
+    let copied = other.read_one(copy).unwrap().to_elems::<f32>();
+    assert!(
+        copied.iter().all(|&x| x == 3.0),
+        "the read saw the later write"
+    );
+    let written = owner.read_one(reused).unwrap().to_elems::<f32>();
+    assert!(written.iter().all(|&x| x == 2.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn replayed_graph_produces_the_same_bytes_as_the_eager_run() {
     let client = client();
     let n = 1 << 16;

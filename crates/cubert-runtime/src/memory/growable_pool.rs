@@ -36,8 +36,11 @@
 //!
 //! Among the free blocks that fit, the pool prefers the one whose pages are already mapped,
 //! then the smallest; it looks at the 16 best-fitting ones. Blocks of a stream are reused
-//! on that stream at once (its work is ordered); a chunk is unmapped only once the stream
-//! points of the free blocks over it are complete.
+//! on that stream at once where its own work used them last (its work is ordered); where
+//! another stream did, the stream first waits for that work on the device
+//! ([`StreamOrdering::wait_for`], as in the block pools), or, if it can't, takes fresh
+//! memory at the end. A chunk is unmapped only once the stream points of the free blocks
+//! over it are complete.
 //!
 //! **The block freed last** is not merged into its heap's free blocks at once: it waits as
 //! the pool's *recent* block, and a reservation of the same size on the same stream takes it
@@ -343,17 +346,37 @@ impl GrowablePool {
                 },
             );
         }
-        let offset = match self.recent.take() {
-            Some(recent) if recent.key == key && recent.size == size && self.best_fit(&recent) => {
+        let recent = match self.recent.take() {
+            Some(recent)
+                if recent.key == key
+                    && recent.size == size
+                    && self.best_fit(&recent)
+                    && after_other_streams(stream, &recent.points, ordering) =>
+            {
+                Some(recent)
+            }
+            other => {
+                // Merged below, before placement.
+                self.recent = other;
+                None
+            }
+        };
+        let offset = match recent {
+            Some(recent) => {
                 // Backed already: the block was never free to give its chunks away.
                 self.stats.free_blocks -= 1;
                 self.live_bytes += size;
                 recent.offset
             }
-            recent => {
-                self.recent = recent;
+            None => {
                 self.merge_recent();
-                let offset = self.place(key, size)?;
+                let (mut offset, mut last_uses) = self.place(key, size, true)?;
+                if !after_other_streams(stream, &last_uses, ordering) {
+                    // The stream can't be made to wait for the block's last users: the
+                    // block stays free, and the request takes fresh memory at the end.
+                    self.free_block(key, offset, last_uses);
+                    (offset, last_uses) = self.place(key, size, false)?;
+                }
                 self.live_bytes += size;
                 let wanted = self.live_bytes
                     + self.live_bytes / 100
@@ -361,7 +384,7 @@ impl GrowablePool {
                 self.budget = self.budget.max(wanted);
                 if let Err(error) = self.back_block(key, offset, size, mapper, ordering) {
                     self.live_bytes -= size;
-                    self.free_block(key, offset, Vec::new());
+                    self.free_block(key, offset, last_uses);
                     return Err(error);
                 }
                 offset
@@ -390,56 +413,76 @@ impl GrowablePool {
         Ok((slot, offset))
     }
 
-    /// Carves a block of `size` bytes from heap `key` (best fitting free block, else at
-    /// the end) and returns its offset; the block is marked used (requested 0).
-    fn place(&mut self, key: u64, size: u64) -> Result<u64, IoError> {
+    /// Carves a block of `size` bytes from heap `key` (with `reuse`, the best fitting free
+    /// block, else at the end; without, at the end past every block) and returns its offset
+    /// and the stream points of the free memory it took (its last users, which the stream
+    /// must come after); the block is marked used (requested 0).
+    fn place(
+        &mut self,
+        key: u64,
+        size: u64,
+        reuse: bool,
+    ) -> Result<(u64, Vec<StreamPoint>), IoError> {
         let page_size = self.page_size;
         let Some(heap) = self.heaps.get_mut(&key) else {
             return Err(IoError::invalid("no address range for the stream"));
         };
-        let fit = heap
-            .free
-            .range((size, 0)..)
-            .take(CANDIDATES)
-            .min_by_key(|&&(free_size, offset)| {
-                let missing =
-                    heap.missing_pages(offset / page_size, (offset + size - 1) / page_size);
-                (missing, free_size)
-            })
-            .copied();
-        let offset = match fit {
+        let fit = if reuse {
+            heap.free
+                .range((size, 0)..)
+                .take(CANDIDATES)
+                .min_by_key(|&&(free_size, offset)| {
+                    let missing =
+                        heap.missing_pages(offset / page_size, (offset + size - 1) / page_size);
+                    (missing, free_size)
+                })
+                .copied()
+        } else {
+            None
+        };
+        let (offset, last_uses) = match fit {
             Some((free_size, offset)) => {
                 heap.free.remove(&(free_size, offset));
+                let points = match heap.blocks.get_mut(&offset) {
+                    Some(Block {
+                        state: BlockState::Free { points },
+                        ..
+                    }) => std::mem::take(points),
+                    _ => Vec::new(),
+                };
                 if free_size > size {
-                    let points = match heap.blocks.get_mut(&offset) {
-                        Some(Block {
-                            state: BlockState::Free { points },
-                            ..
-                        }) => std::mem::take(points),
-                        _ => Vec::new(),
-                    };
                     let rest = (offset + size, free_size - size);
                     heap.blocks.insert(
                         rest.0,
                         Block {
                             size: rest.1,
-                            state: BlockState::Free { points },
+                            state: BlockState::Free {
+                                points: points.clone(),
+                            },
                         },
                     );
                     heap.free.insert((rest.1, rest.0));
                 } else {
                     self.stats.free_blocks -= 1;
                 }
-                offset
+                (offset, points)
             }
             None => {
-                // At the end, taking a free last block in.
+                // At the end, taking a free last block in where reuse is allowed.
                 let mut offset = heap.end;
-                if let Some((&last, block)) = heap.blocks.iter().next_back()
+                let mut points = Vec::new();
+                if reuse
+                    && let Some((&last, block)) = heap.blocks.iter().next_back()
                     && matches!(block.state, BlockState::Free { .. })
                 {
                     heap.free.remove(&(block.size, last));
-                    heap.blocks.remove(&last);
+                    if let Some(Block {
+                        state: BlockState::Free { points: theirs },
+                        ..
+                    }) = heap.blocks.remove(&last)
+                    {
+                        points = theirs;
+                    }
                     self.stats.free_blocks -= 1;
                     offset = last;
                 }
@@ -451,7 +494,7 @@ impl GrowablePool {
                             offset,
                             Block {
                                 size: tail,
-                                state: BlockState::Free { points: Vec::new() },
+                                state: BlockState::Free { points },
                             },
                         );
                         heap.free.insert((tail, offset));
@@ -469,7 +512,7 @@ impl GrowablePool {
                     });
                 }
                 heap.end = heap.end.max(offset + size);
-                offset
+                (offset, points)
             }
         };
         heap.blocks.insert(
@@ -479,7 +522,7 @@ impl GrowablePool {
                 state: BlockState::Used { requested: 0 },
             },
         );
-        Ok(offset)
+        Ok((offset, last_uses))
     }
 
     /// Backs every page under `offset .. offset + size` of heap `key` with a chunk.
@@ -835,6 +878,21 @@ impl GrowablePool {
     }
 }
 
+/// Orders `stream` after the work of other streams at `points` (the last uses of free
+/// memory it is about to reuse): nothing to do for its own points (its work is ordered) or
+/// those already complete; otherwise the stream waits for them on the device. `false` if
+/// the backend can't make it wait.
+fn after_other_streams(
+    stream: StreamId,
+    points: &[StreamPoint],
+    ordering: &mut dyn StreamOrdering,
+) -> bool {
+    points
+        .iter()
+        .filter(|point| point.stream != stream)
+        .all(|point| ordering.is_complete(*point) || ordering.wait_for(stream, *point))
+}
+
 /// Which free chunk backs a run of `pages` missing pages: the largest that fits in it
 /// (moved there), else the smallest larger one (given back, which lowers what the pool
 /// holds); among equals the highest-addressed.
@@ -1012,6 +1070,23 @@ mod tests {
         }
     }
 
+    /// Ordering whose points are pending; records the waits it is asked for and grants them
+    /// while `can_wait`.
+    struct PendingOrdering {
+        can_wait: bool,
+        waits: Vec<(StreamId, StreamPoint)>,
+    }
+
+    impl StreamOrdering for PendingOrdering {
+        fn is_complete(&mut self, _point: StreamPoint) -> bool {
+            false
+        }
+        fn wait_for(&mut self, waiter: StreamId, point: StreamPoint) -> bool {
+            self.waits.push((waiter, point));
+            self.can_wait
+        }
+    }
+
     fn reserve(pool: &mut GrowablePool, mapper: &mut FakeMapper, size: u64) -> u32 {
         pool.reserve(size, size, StreamId::new(0), mapper, &mut HostOrdering)
             .unwrap()
@@ -1082,6 +1157,81 @@ mod tests {
             assert_eq!(stats.bytes_in_use, 72 * MIB);
             assert_eq!((mapper.creates, mapper.maps), calls);
         }
+    }
+
+    const OWN: StreamId = StreamId::new(0);
+    const OTHER: StreamId = StreamId::new(1);
+
+    fn reserve_with(
+        pool: &mut GrowablePool,
+        mapper: &mut FakeMapper,
+        size: u64,
+        ordering: &mut PendingOrdering,
+    ) -> u32 {
+        pool.reserve(size, size, OWN, mapper, ordering).unwrap().0
+    }
+
+    #[test]
+    fn a_block_last_used_by_another_stream_is_reused_only_after_that_streams_work() {
+        let (mut pool, mut mapper) = pool();
+        let mut ordering = PendingOrdering {
+            can_wait: true,
+            waits: Vec::new(),
+        };
+        let point = StreamPoint {
+            stream: OTHER,
+            seq: 5,
+        };
+        // Taken back whole (the block freed last).
+        let a = reserve(&mut pool, &mut mapper, 64 * MIB);
+        let at = offset(&pool, a);
+        pool.free(a, vec![point]);
+        let again = reserve_with(&mut pool, &mut mapper, 64 * MIB, &mut ordering);
+        assert_eq!(offset(&pool, again), at);
+        assert_eq!(ordering.waits, vec![(OWN, point)]);
+        // Split by best fit: each part waits, the rest keeping the points.
+        pool.free(again, vec![point]);
+        ordering.waits.clear();
+        let first = reserve_with(&mut pool, &mut mapper, 16 * MIB, &mut ordering);
+        let second = reserve_with(&mut pool, &mut mapper, 16 * MIB, &mut ordering);
+        assert_eq!(
+            (offset(&pool, first), offset(&pool, second)),
+            (at, at + 16 * MIB)
+        );
+        assert_eq!(ordering.waits, vec![(OWN, point), (OWN, point)]);
+        // The stream's own points need no wait: its work is ordered.
+        pool.free(
+            first,
+            vec![StreamPoint {
+                stream: OWN,
+                seq: 9,
+            }],
+        );
+        ordering.waits.clear();
+        reserve_with(&mut pool, &mut mapper, 16 * MIB, &mut ordering);
+        assert!(ordering.waits.is_empty());
+    }
+
+    #[test]
+    fn a_stream_that_cannot_wait_takes_fresh_memory_instead_of_a_block_in_use_elsewhere() {
+        let (mut pool, mut mapper) = pool();
+        let mut ordering = PendingOrdering {
+            can_wait: false,
+            waits: Vec::new(),
+        };
+        let point = StreamPoint {
+            stream: OTHER,
+            seq: 5,
+        };
+        let a = reserve(&mut pool, &mut mapper, 64 * MIB);
+        let _end = reserve(&mut pool, &mut mapper, 8 * MIB);
+        pool.free(a, vec![point]);
+        for size in [64 * MIB, 16 * MIB] {
+            let fresh = reserve_with(&mut pool, &mut mapper, size, &mut ordering);
+            assert!(offset(&pool, fresh) >= 72 * MIB, "{size}: past every block");
+        }
+        assert_eq!(pool.largest_free_block(), 64 * MIB, "a's block stays free");
+        assert_eq!(pool.stats().allocations, 3);
     }
 
     #[test]
