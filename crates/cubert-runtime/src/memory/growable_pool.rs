@@ -1171,17 +1171,24 @@ mod tests {
         pool.reserve(size, size, OWN, mapper, ordering).unwrap().0
     }
 
-    #[test]
-    fn a_block_last_used_by_another_stream_is_reused_only_after_that_streams_work() {
-        let (mut pool, mut mapper) = pool();
-        let mut ordering = PendingOrdering {
-            can_wait: true,
+    /// An ordering whose points are pending (granting waits if `can_wait`), and a point of
+    /// the other stream's work.
+    fn pending_on_other_stream(can_wait: bool) -> (PendingOrdering, StreamPoint) {
+        let ordering = PendingOrdering {
+            can_wait,
             waits: Vec::new(),
         };
         let point = StreamPoint {
             stream: OTHER,
             seq: 5,
         };
+        (ordering, point)
+    }
+
+    #[test]
+    fn a_block_last_used_by_another_stream_is_reused_only_after_that_streams_work() {
+        let (mut pool, mut mapper) = pool();
+        let (mut ordering, point) = pending_on_other_stream(true);
         // Taken back whole (the block freed last).
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let at = offset(&pool, a);
@@ -1215,14 +1222,7 @@ mod tests {
     #[test]
     fn a_stream_that_cannot_wait_takes_fresh_memory_instead_of_a_block_in_use_elsewhere() {
         let (mut pool, mut mapper) = pool();
-        let mut ordering = PendingOrdering {
-            can_wait: false,
-            waits: Vec::new(),
-        };
-        let point = StreamPoint {
-            stream: OTHER,
-            seq: 5,
-        };
+        let (mut ordering, point) = pending_on_other_stream(false);
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let _end = reserve(&mut pool, &mut mapper, 8 * MIB);
         pool.free(a, vec![point]);
