@@ -103,6 +103,8 @@ pub struct WgpuServer {
     checked_since: HashMap<StreamId, Vec<String>>,
     /// The started profiles: host-timed (`Instant`) or device-timed (timestamps).
     profiles: HashMap<u64, StartedTiming>,
+    /// Where device-timed profiles lie on the host clock (shared by all of them).
+    clock_anchor: Arc<crate::timestamps::ClockAnchor>,
     next_token: u64,
     /// Whether large aligned copies run as a kernel: on GPUs, not on a CPU adapter
     /// (lavapipe's buffer copy is a `memcpy`, five times its kernel's speed).
@@ -228,6 +230,7 @@ impl WgpuServer {
             status_slots: HashMap::new(),
             checked_since: HashMap::new(),
             profiles: HashMap::new(),
+            clock_anchor: crate::timestamps::ClockAnchor::new(),
             next_token: 0,
             kernel_copies,
             copy_kernel: None,
@@ -930,7 +933,8 @@ impl ComputeServer for WgpuServer {
             StartedTiming::Device(started) => {
                 let gpu = self.gpu.clone();
                 let period = self.queue.get_timestamp_period();
-                let finished = started.finish(&gpu, self.encoder(), period);
+                let anchor = self.clock_anchor.clone();
+                let finished = started.finish(&gpu, self.encoder(), period, anchor);
                 self.submit();
                 // Read on the thread that awaits the duration, not on the runner.
                 let future = async move {
