@@ -48,7 +48,8 @@
 //! block of that size at a lower offset; its pages are backed, since a chunk under it was
 //! never free to move). An allocate-and-free loop then neither merges, splits nor looks for
 //! a fit: on the
-//! inline dry run of this repository's 2-core VM (`memory` figures in `docs/allocator.md`), a
+//! inline dry run of this repository's 2-core VM (2 M pairs of `client.empty` + drop on
+//! `dry_run::client`, release build; `docs/benchmarks.md`, 2026-11-29 late night), a
 //! 64 MiB alloc + free pair took 286 ns before and 153 ns after. Any other
 //! reservation, the next free and [`GrowablePool::release`] first merge the recent block
 //! as an ordinary free, so every placement and chunk decision sees the same free blocks as
