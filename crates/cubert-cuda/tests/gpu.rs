@@ -619,9 +619,6 @@ fn a_thread_using_another_context_keeps_it_while_its_allocations_launches_and_sy
 #[test]
 #[ignore = "needs a CUDA device"]
 fn a_large_block_last_used_on_another_stream_is_reused_only_after_that_use() {
-    // An end-to-end check of the property. It also passed on an H200 with a build whose
-    // growable pool did not wait (2026-11-29): there the owner's write waited for the
-    // other stream for a reason not found. The growable pool's unit tests pin the wait.
     let base = client();
     let owner = base.with_stream(StreamId::new((1 << 40) + 40));
     let other = base.with_stream(StreamId::new((1 << 40) + 41));
@@ -631,6 +628,12 @@ fn a_large_block_last_used_on_another_stream_is_reused_only_after_that_use() {
     let zeros = owner.create(Bytes::from_elems(vec![0.0f32; n])).unwrap();
     let source = owner.create(Bytes::from_elems(vec![3.0f32; n])).unwrap();
     let copy = other.empty(n * 4).unwrap();
+    // Both kernels are compiled before the race, on the other stream's own memory (a
+    // use of the owner's memory there would order the owner after it): compiling `add`
+    // at its first launch below took longer than the spin, so the other stream's read
+    // had run before the owner's write was queued and the test passed without the wait.
+    spin_20_ms(&other);
+    ops::add(&other, &copy, &copy, &copy, n, ElemType::F32).unwrap();
     owner.sync().unwrap();
     other.sync().unwrap();
     // The other stream reads the source 20 ms from now; the source is dropped at once.
