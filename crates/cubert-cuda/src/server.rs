@@ -46,8 +46,8 @@ use cubert_runtime::handle::MemoryId;
 use cubert_runtime::host_slice::HostSlice;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
-    Allocation, DeviceMemory, ForeignMemory, IdMap, MemoryAllocationMode, MemoryLimits,
-    MemoryReport, MemoryUsage, StreamOrdering, StreamPoint,
+    DeviceMemory, ForeignMemory, IdMap, MemoryAllocationMode, MemoryLimits, MemoryReport,
+    MemoryUsage, StreamOrdering, StreamPoint,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
@@ -76,7 +76,9 @@ pub struct CudaServer {
     /// Released foreign memory whose last use is on a stream being captured: given back once
     /// the capture ends ([`CudaServer::retire_foreign`]).
     foreign_waiting: Vec<(ForeignMemory, Vec<StreamPoint>)>,
-    /// The stream each live allocation was last used on: where its release must wait.
+    /// The stream each live allocation was last used on, once it was used: where its
+    /// release must wait. Until then that is the stream it was reserved on, which the
+    /// memory manager knows (`MemoryManager::reserved_on`).
     last_use: IdMap<StreamId>,
     streams: Streams,
     status: StatusBlocks,
@@ -329,14 +331,13 @@ impl CudaServer {
     fn drain_releases(&mut self) {
         let (last_use, streams) = (&mut self.last_use, &mut self.streams);
         self.memory.drain_releases(|id, manager| {
-            let stream = last_use
-                .remove(&id)
-                .or_else(|| manager.slice(id).map(|slice| slice.stream));
+            let reserved = manager.reserved_on(id);
+            let stream = last_use.remove(&id).or(reserved.map(|(stream, _)| stream));
             let points = match stream {
                 Some(stream) => vec![streams.point(stream)],
                 None => Vec::new(),
             };
-            if manager.is_paged(id) {
+            if reserved.is_some_and(|(_, paged)| paged) {
                 // Arms an event at the point (if none covers it yet), so the paged pool sees
                 // the block complete once the stream passes it and can remap its pages.
                 for point in &points {
@@ -392,9 +393,19 @@ impl CudaServer {
         self.memory.resolve(binding)
     }
 
-    /// Orders a use of `id` on `stream` after its last use on another stream.
+    /// Orders a use of `id` on `stream` after its last use on another stream. Memory not
+    /// used since its allocation was last used on the stream it was reserved on: the
+    /// allocation records nothing, so an alloc + free pair costs no map entry.
     fn use_on(&mut self, id: MemoryId, stream: StreamId) -> Result<(), ServerError> {
-        match self.last_use.insert(id, stream) {
+        let last = match self.last_use.insert(id, stream) {
+            Some(last) => Some(last),
+            None => self
+                .memory
+                .manager_ref()
+                .reserved_on(id)
+                .map(|(reserved, _)| reserved),
+        };
+        match last {
             Some(last) if last != stream => self.streams.order(stream, last).map_err(Into::into),
             _ => Ok(()),
         }
@@ -707,12 +718,10 @@ impl ComputeServer for CudaServer {
                 settle(streams, shared);
                 true
             });
-        match allocated {
-            Ok(Allocation::Bound) => {
-                self.last_use.insert(id, stream);
-            }
-            Ok(Allocation::ReleasedEarly) => {}
-            Err(error) => self.shared.push_error(stream, error.into()),
+        // A bound allocation's last use is the stream it was reserved on until `use_on`
+        // records another.
+        if let Err(error) = allocated {
+            self.shared.push_error(stream, error.into());
         }
     }
 

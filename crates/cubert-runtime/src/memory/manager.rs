@@ -954,6 +954,19 @@ impl<S: ComputeStorage> MemoryManager<S> {
             .is_some_and(|slice| matches!(slice.pool, PoolKind::Paged | PoolKind::Growable))
     }
 
+    /// The stream the memory of `id` was reserved (or adopted) on, and whether it is
+    /// page-mapped ([`Self::is_paged`]), in one lookup: what a backend needs of a released
+    /// id whose last use it did not record. `None` where `id` is bound to no memory here.
+    pub fn reserved_on(&self, id: MemoryId) -> Option<(StreamId, bool)> {
+        match self.slices.get(&id) {
+            Some(slice) => Some((
+                slice.stream,
+                matches!(slice.pool, PoolKind::Paged | PoolKind::Growable),
+            )),
+            None => self.foreign.get(&id).map(|foreign| (foreign.stream, false)),
+        }
+    }
+
     /// The slice bound to `id`.
     pub fn slice(&self, id: MemoryId) -> Option<SliceInfo> {
         let Some(slice) = self.slices.get(&id) else {
@@ -1329,8 +1342,10 @@ mod tests {
         assert_eq!(sa.storage.id, sb.storage.id, "one range per stream");
         assert_eq!(sb.storage.offset, 10 * MIB);
         assert!(memory.is_paged(a));
+        assert_eq!(memory.reserved_on(a), Some((stream, true)));
         assert_eq!(memory.storage.pages, 8, "16 MiB of 2 MiB pages");
         memory.release(a, Vec::new());
+        assert_eq!(memory.reserved_on(a), None, "released");
         memory.release(b, Vec::new());
         // Idle for longer than `idle_release`: the sweep gives every free page back.
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -1351,9 +1366,14 @@ mod tests {
     #[test]
     fn dropped_slice_is_reused_on_same_stream() {
         let mut memory = manager(None);
-        let stream = StreamId::new(0);
+        let stream = StreamId::new(7);
         let [a, b] = ids(2).try_into().unwrap();
         memory.reserve(a, 4096, stream, &mut HostOrdering).unwrap();
+        assert_eq!(
+            memory.reserved_on(a),
+            Some((stream, false)),
+            "a block pool's"
+        );
         let first = memory.slice(a).unwrap().storage;
         memory.release(a, Vec::new());
         memory.reserve(b, 4096, stream, &mut HostOrdering).unwrap();
