@@ -914,7 +914,7 @@ fn pick_free_chunk(candidates: &[FreeChunk], pages: u64) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::memory::ordering::HostOrdering;
     use std::collections::HashMap as Map;
@@ -925,7 +925,7 @@ mod tests {
     /// Keeps which chunk backs each page of each range, like a driver, and counts the
     /// driver calls.
     #[derive(Default)]
-    struct FakeMapper {
+    pub(crate) struct FakeMapper {
         next: u64,
         /// Chunks created and not released: their pages.
         chunks: Map<u64, u64>,
@@ -942,15 +942,24 @@ mod tests {
         /// Fail the next map / access grant.
         fail_map: bool,
         fail_grant: bool,
+        /// Pages (range, page) the device may still use: unmapping one fails the test.
+        pub(crate) protected: HashSet<(u64, u64)>,
     }
 
     use std::collections::HashSet;
 
     impl FakeMapper {
-        fn pages_held(&self) -> u64 {
+        /// A mapper that refuses chunks past `pages` pages held.
+        pub(crate) fn with_page_limit(pages: u64) -> Self {
+            Self {
+                refuse_pages_after: Some(pages),
+                ..Self::default()
+            }
+        }
+        pub(crate) fn pages_held(&self) -> u64 {
             self.chunks.values().sum()
         }
-        fn is_mapped(&self, range: u64, page: u64) -> bool {
+        pub(crate) fn is_mapped(&self, range: u64, page: u64) -> bool {
             self.mapped.iter().any(|(&(r, first), chunk)| {
                 r == range && first <= page && page < first + self.chunks[chunk]
             })
@@ -1053,6 +1062,11 @@ mod tests {
                 .expect("unmapping a hole");
             assert_eq!(self.chunks[&chunk], pages, "a chunk unmapped whole");
             for page in offset / PAGE..offset / PAGE + pages {
+                assert!(
+                    !self.protected.contains(&(range.0, page)),
+                    "page {page} of range {} unmapped while the device may use it",
+                    range.0
+                );
                 self.granted.remove(&(range.0, page));
             }
             self.unmaps += 1;

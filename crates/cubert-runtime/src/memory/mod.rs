@@ -16,6 +16,8 @@ mod coarse_clock;
 mod device_memory;
 mod foreign;
 pub mod growable_pool;
+#[cfg(test)]
+mod growable_pool_model;
 mod id_map;
 mod manager;
 mod mode;
