@@ -12,6 +12,8 @@
 //! is memory cubert did not allocate, imported with a release callback ([`ForeignMemory`]).
 
 pub mod block_pool;
+#[cfg(test)]
+mod block_pool_model;
 mod coarse_clock;
 mod device_memory;
 mod foreign;
@@ -23,6 +25,8 @@ mod manager;
 mod mode;
 mod ordering;
 pub mod paged_pool;
+#[cfg(test)]
+mod pool_model;
 pub mod trace;
 pub mod training_trace;
 mod usage;
