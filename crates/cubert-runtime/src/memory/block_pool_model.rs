@@ -14,7 +14,7 @@
 //! path. The seed is fixed, so a CI failure reproduces.
 
 use super::block_pool::{BlockPool, PoolPolicy, SegmentRule, Taken};
-use super::pool_model::{Freed, FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
+use super::pool_model::{FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
 use crate::storage::StorageId;
 use crate::stream::StreamId;
 use proptest::prelude::*;
@@ -122,22 +122,21 @@ fn run_case(policy: PoolPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
                     .reserved(block, size, stream, policy.exact_only, &ordering)
                     .map_err(|error| TestCaseError::fail(format!("step {step}: {error}")))?;
             }
-            Op::Free { block, user, done } => {
-                if model.live.is_empty() {
+            Op::Free(ref free) => {
+                let Some(live) = free.pick(&mut model.live) else {
                     continue;
-                }
-                let live = model.live.swap_remove(block.index(model.live.len()));
-                let point = ordering.last_use(user, done);
+                };
+                let points = ordering.last_uses(free);
                 check(
-                    pool.free(live.taken.segment, live.taken.offset, vec![point], tick),
+                    pool.free(live.taken.segment, live.taken.offset, points.clone(), tick),
                     || format!("step {step}: {live:?} was not live"),
                 )?;
-                model.freed.regions.push(Freed {
-                    storage: live.storage,
-                    start: live.taken.offset,
-                    end: live.taken.offset + live.taken.block_size,
-                    point,
-                });
+                model.freed.add(
+                    live.storage,
+                    live.taken.offset,
+                    live.taken.offset + live.taken.block_size,
+                    &points,
+                );
             }
             Op::Complete { stream } => ordering.complete(stream),
             Op::CanWait(can_wait) => ordering.can_wait = can_wait,

@@ -16,7 +16,7 @@
 
 use super::growable_pool::GrowablePool;
 use super::growable_pool::tests::FakeMapper;
-use super::pool_model::{Freed, FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
+use super::pool_model::{FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
 use crate::error::IoError;
 use crate::stream::StreamId;
 use proptest::prelude::*;
@@ -151,24 +151,18 @@ fn run_case(ops: &[Op]) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Op::Free { block, user, done } => {
-                if model.live.is_empty() {
+            Op::Free(ref free) => {
+                let Some(live) = free.pick(&mut model.live) else {
                     continue;
-                }
-                let live = model.live.swap_remove(block.index(model.live.len()));
-                let point = ordering.last_use(user, done);
-                check(pool.free(live.slot, vec![point]), || {
+                };
+                let points = ordering.last_uses(free);
+                check(pool.free(live.slot, points.clone()), || {
                     format!("step {step}: slot {} was not live", live.slot)
                 })?;
-                check(!pool.free(live.slot, vec![point]), || {
+                check(!pool.free(live.slot, points.clone()), || {
                     format!("step {step}: slot {} freed twice", live.slot)
                 })?;
-                model.freed.regions.push(Freed {
-                    storage: live.range,
-                    start: live.start,
-                    end: live.end,
-                    point,
-                });
+                model.freed.add(live.range, live.start, live.end, &points);
             }
             Op::Complete { stream } => ordering.complete(stream),
             Op::CanWait(can_wait) => ordering.can_wait = can_wait,

@@ -26,6 +26,8 @@ mod mode;
 mod ordering;
 pub mod paged_pool;
 #[cfg(test)]
+mod paged_pool_model;
+#[cfg(test)]
 mod pool_model;
 pub mod trace;
 pub mod training_trace;

@@ -17,9 +17,8 @@ pub const STREAMS: u64 = 3;
 pub enum Op {
     /// Reserve `size` bytes on `stream`.
     Reserve { stream: u64, size: u64 },
-    /// Free a live block; its last use was on `user` at a new point, or, with `done`, at a
-    /// point already complete.
-    Free { block: Index, user: u64, done: bool },
+    /// Free a live block.
+    Free(FreeStep),
     /// The device passes every point of `stream` queued so far.
     Complete { stream: u64 },
     /// Whether the ordering can make a stream wait from now on.
@@ -28,12 +27,29 @@ pub enum Op {
     Release,
 }
 
+/// Which live block a step frees, and where it was last used: on `user` at a new point
+/// (and on `also` too, where some), or, with `done`, at points already complete.
+#[derive(Clone, Debug)]
+pub struct FreeStep {
+    pub block: Index,
+    pub user: u64,
+    pub also: Option<u64>,
+    pub done: bool,
+}
+
+impl FreeStep {
+    /// Takes the block this step frees out of `live` (none when nothing is live).
+    pub fn pick<T>(&self, live: &mut Vec<T>) -> Option<T> {
+        (!live.is_empty()).then(|| live.swap_remove(self.block.index(live.len())))
+    }
+}
+
 /// Steps with reservations of `sizes`.
 pub fn op(sizes: impl Strategy<Value = u64> + 'static) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..STREAMS, sizes).prop_map(|(stream, size)| Op::Reserve { stream, size }),
-        6 => (any::<Index>(), 0..STREAMS, any::<bool>())
-            .prop_map(|(block, user, done)| Op::Free { block, user, done }),
+        6 => (any::<Index>(), 0..STREAMS, prop::option::weighted(0.2, 0..STREAMS), any::<bool>())
+            .prop_map(|(block, user, also, done)| Op::Free(FreeStep { block, user, also, done })),
         2 => (0..STREAMS).prop_map(|stream| Op::Complete { stream }),
         1 => any::<bool>().prop_map(Op::CanWait),
         1 => Just(Op::Release),
@@ -118,14 +134,16 @@ impl ModelOrdering {
         }
     }
 
-    /// The last use of a block being freed: a new point on `user`, already passed with
-    /// `done`.
-    pub fn last_use(&mut self, user: u64, done: bool) -> StreamPoint {
-        let point = self.next_point(user);
-        if done {
-            self.complete(user);
+    /// The last uses of the block `step` frees: new points, passed already where it says.
+    pub fn last_uses(&mut self, step: &FreeStep) -> Vec<StreamPoint> {
+        let streams = std::iter::once(step.user).chain(step.also.filter(|&also| also != step.user));
+        let points: Vec<StreamPoint> = streams.map(|stream| self.next_point(stream)).collect();
+        if step.done {
+            for point in &points {
+                self.complete(point.stream.value);
+            }
         }
-        point
+        points
     }
 
     /// The device passes every point queued on `stream`.
@@ -173,6 +191,16 @@ pub struct FreedMemory {
 }
 
 impl FreedMemory {
+    /// Bytes `start .. end` of `storage` freed, last used at `points`.
+    pub fn add(&mut self, storage: u64, start: u64, end: u64, points: &[StreamPoint]) {
+        self.regions.extend(points.iter().map(|&point| Freed {
+            storage,
+            start,
+            end,
+            point,
+        }));
+    }
+
     /// Checks that `stream`'s new block `start .. end` of `storage` reuses freed memory of
     /// another stream only after that stream's work (a wait asked and granted during this
     /// step), then forgets the freed bytes it took.
