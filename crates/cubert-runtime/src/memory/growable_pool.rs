@@ -956,6 +956,10 @@ pub(crate) mod tests {
                 ..Self::default()
             }
         }
+        /// Refuses chunks past `pages` pages held from now on.
+        pub(crate) fn set_page_limit(&mut self, pages: u64) {
+            self.refuse_pages_after = Some(pages);
+        }
         pub(crate) fn pages_held(&self) -> u64 {
             self.chunks.values().sum()
         }

@@ -22,6 +22,8 @@ pub mod growable_pool;
 mod growable_pool_model;
 mod id_map;
 mod manager;
+#[cfg(test)]
+mod manager_model;
 mod mode;
 mod ordering;
 pub mod paged_pool;
