@@ -14,8 +14,8 @@
 //!
 //! The seed is fixed, so a CI failure reproduces; proptest shrinks it to a short sequence.
 
+use super::fake_mapper::FakeMapper;
 use super::growable_pool::GrowablePool;
-use super::growable_pool::tests::FakeMapper;
 use super::pool_model::{FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
 use crate::error::IoError;
 use crate::stream::StreamId;

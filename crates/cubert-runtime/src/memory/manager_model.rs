@@ -12,7 +12,7 @@
 //!   reports reserved;
 //! - once everything is freed and complete, a cleanup gives every byte back.
 
-use super::growable_pool::tests::FakeMapper;
+use super::fake_mapper::FakeMapper;
 use super::manager::{MemoryLimits, MemoryManager, MemoryOptions};
 use super::pool_model::{FreedMemory, ModelOrdering, Op, STREAMS, check, check_live, run};
 use crate::error::IoError;

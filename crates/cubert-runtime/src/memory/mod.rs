@@ -16,6 +16,8 @@ pub mod block_pool;
 mod block_pool_model;
 mod coarse_clock;
 mod device_memory;
+#[cfg(test)]
+mod fake_mapper;
 mod foreign;
 pub mod growable_pool;
 #[cfg(test)]
