@@ -1,7 +1,7 @@
 //! Writing to standard output without panicking.
 //!
-//! `outln!` panics when standard output is gone (`cubert bench | head -3` closes the pipe
-//! early). The [`outln!`] and [`out!`] macros write through [`write_out`] instead: the first
+//! `println!` panics when standard output is gone (`cubert bench | head -3` closes the pipe
+//! early). The `outln!` and `out!` macros write through [`write_out`] instead: the first
 //! failed write is remembered, later output is dropped, and the command carries on (so
 //! temporary files are still removed); `main` then exits with code 1.
 

@@ -682,7 +682,7 @@ impl ComputeServer for CudaServer {
 
     /// Syncs, allocations, and the first launch after a sync, run on an idle runner's
     /// caller, on a thread where this device's context or none is current (see
-    /// [`CudaContext::suits_calling_thread`]): a caller that waits for each launch then
+    /// `CudaContext::suits_calling_thread`): a caller that waits for each launch then
     /// makes the driver calls itself and never crosses threads. Later launches queue, so
     /// back-to-back launches keep the overlap of the caller's work with the runner's
     /// driver calls (measured on an H200: one-element adds back to back took 5.5-5.8 µs
@@ -768,7 +768,7 @@ impl ComputeServer for CudaServer {
     }
 
     /// Large contiguous reads go in chunks whose host copies overlap the device's
-    /// ([`crate::chunked_read`]); others as the default, through [`Self::read`].
+    /// (`chunked_read`); others as the default, through [`Self::read`].
     unsafe fn read_into(
         &mut self,
         descriptor: CopyDescriptor,
