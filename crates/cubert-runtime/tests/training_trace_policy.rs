@@ -84,6 +84,11 @@ fn training_loops_hold_little_past_their_live_peak_with_few_device_allocations()
         );
         // Both replays together, the second on the warm pool, within twice PyTorch's one.
         let warm = replay(&client, &trace);
+        // The figures `docs/allocator.md` quotes (`-- --nocapture` shows them).
+        println!(
+            "{name}: peak reserved / peak live {ratio:.4}, device allocations {} cold, {} over two replays",
+            cold.storage_allocations, warm.storage_allocations
+        );
         assert!(
             warm.storage_allocations <= bound.device_allocations,
             "{name}: {} device allocations over two replays ({} in the first) > {}",

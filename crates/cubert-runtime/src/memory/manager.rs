@@ -944,19 +944,12 @@ impl<S: ComputeStorage> MemoryManager<S> {
         self.released_early.len()
     }
 
-    /// Whether `id` is bound to page-mapped memory (the paged or the growable pool). Its
-    /// pages can be taken back for other blocks only once the device is known to be done
-    /// with it, so a backend should make the completion of its last use observable (record
-    /// an event) when freeing it.
-    pub fn is_paged(&self, id: MemoryId) -> bool {
-        self.slices
-            .get(&id)
-            .is_some_and(|slice| matches!(slice.pool, PoolKind::Paged | PoolKind::Growable))
-    }
-
     /// The stream the memory of `id` was reserved (or adopted) on, and whether it is
-    /// page-mapped ([`Self::is_paged`]), in one lookup: what a backend needs of a released
-    /// id whose last use it did not record. `None` where `id` is bound to no memory here.
+    /// page-mapped (the paged or the growable pool), in one lookup: what a backend needs of
+    /// a released id whose last use it did not record. Page-mapped memory is taken back for
+    /// other blocks only once the device is known to be done with it, so a backend should
+    /// make the completion of its last use observable (record an event) when freeing it.
+    /// `None` where `id` is bound to no memory here.
     pub fn reserved_on(&self, id: MemoryId) -> Option<(StreamId, bool)> {
         match self.slices.get(&id) {
             Some(slice) => Some((
@@ -1341,8 +1334,7 @@ mod tests {
         let (sa, sb) = (memory.slice(a).unwrap(), memory.slice(b).unwrap());
         assert_eq!(sa.storage.id, sb.storage.id, "one range per stream");
         assert_eq!(sb.storage.offset, 10 * MIB);
-        assert!(memory.is_paged(a));
-        assert_eq!(memory.reserved_on(a), Some((stream, true)));
+        assert_eq!(memory.reserved_on(a), Some((stream, true)), "page-mapped");
         assert_eq!(memory.storage.pages, 8, "16 MiB of 2 MiB pages");
         memory.release(a, Vec::new());
         assert_eq!(memory.reserved_on(a), None, "released");
