@@ -159,8 +159,8 @@ pub enum LaunchError {
     /// The launch asks for more than the device offers.
     #[error("{0}")]
     TooManyResources(#[from] ResourceLimitError),
-    /// The kernel uses something this device can't run (an `f64` transcendental function
-    /// on wgpu, a plane operation without planes); the device's [`Features`] say so
+    /// The kernel uses something this device can't run (`f64` on a wgpu adapter without
+    /// 64-bit floats, a plane operation without planes); the device's [`Features`] say so
     /// beforehand.
     ///
     /// [`Features`]: crate::properties::Features

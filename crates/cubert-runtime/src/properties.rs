@@ -85,8 +85,9 @@ pub struct Features {
     /// the CPU's in the last bits, and `mul_add` may round twice.
     pub strict_float_math: bool,
     /// Kernels can call the transcendental functions (`exp`, `ln`, `sin`, `powf`, ...) on
-    /// `f64`. False on wgpu, whose shading languages have them for 32-bit floats only;
-    /// such a kernel fails to build with an `Unsupported` error there.
+    /// `f64`. True wherever `f64` exists: wgpu's shading languages have them for 32-bit
+    /// floats only, so the wgpu backend computes them in software. Where false, such a
+    /// kernel fails to build with an `Unsupported` error.
     pub f64_transcendentals: bool,
     /// Memory allocated outside cubert can become a handle
     /// (`ComputeClient::import_memory`): device memory of the client's device on CUDA, host

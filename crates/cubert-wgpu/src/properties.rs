@@ -106,7 +106,8 @@ pub fn wgpu_properties(
             // unfused (naga's SPIR-V carries no `NoContraction`; lavapipe does all three),
             // and gives the transcendental functions its own accuracy.
             strict_float_math: false,
-            f64_transcendentals: false,
+            // In software on f64 arithmetic (`lang::float64`), wherever f64 exists.
+            f64_transcendentals: supported_types(features).contains(&ElemType::F64),
             // A wgpu buffer can't wrap an address allocated elsewhere.
             memory_import: false,
             plane_mma: false,

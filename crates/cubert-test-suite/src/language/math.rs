@@ -141,6 +141,32 @@ fn int_math(
     }
 }
 
+/// The transcendental functions of one argument and `powf`, 10 results per element (in
+/// [`F64_FUNCTIONS`]'s order); run on `f64`.
+#[cubert_macros::kernel(crate = cubert_runtime)]
+fn f64_functions<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        let v = x[i];
+        let base = i * 10;
+        out[base] = v.exp();
+        out[base + 1] = v.ln();
+        out[base + 2] = v.log2();
+        out[base + 3] = v.log10();
+        out[base + 4] = v.sin();
+        out[base + 5] = v.cos();
+        out[base + 6] = v.tan();
+        out[base + 7] = v.tanh();
+        out[base + 8] = v.erf();
+        out[base + 9] = v.powf(y[i]);
+    }
+}
+
+/// The names of [`f64_functions`]'s results.
+const F64_FUNCTIONS: [&str; 10] = [
+    "exp", "ln", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "powf",
+];
+
 /// A specialization of each kernel of this module.
 pub(super) fn definitions() -> Vec<KernelDefinition> {
     vec![
@@ -154,6 +180,7 @@ pub(super) fn definitions() -> Vec<KernelDefinition> {
         binary_math::definition::<f64>(true),
         unary_math::definition::<f64>(false),
         binary_math::definition::<f64>(false),
+        f64_functions::definition::<f64>(),
         selects::definition(),
         int_math::definition(),
     ]
@@ -451,6 +478,222 @@ pub fn transcendental_float_methods_are_within_four_ulps_of_std<B: TestBackend>(
         assert_refused_as_unsupported::<B>(&client, launched, "f64 transcendentals");
     }
     assert!(!within_ulps(1.0f32, 1.0 + 5.0 * f32::EPSILON, 4));
+}
+
+/// The arguments of [`f64_functions`]: special values, every binade from the subnormals
+/// to the largest `f64` (both signs), multiples of π/2 and the `f64` nearest one (the
+/// hardest argument reduction), and the ranges where `exp`, `tanh` and `erf` change
+/// formula; each with an exponent for `powf`, and `powf`'s own special pairs.
+fn f64_function_arguments() -> Vec<(f64, f64)> {
+    let mut x: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        5e-324,
+        -5e-324,
+        f64::MAX,
+        f64::MIN,
+        1e22,
+        f64::from_bits(HARDEST_REDUCTION),
+        709.78,
+        709.79,
+        -708.5,
+        -744.0,
+        -745.2,
+        1e-20,
+        -3e-10,
+    ];
+    for n in 1..=16 {
+        let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
+        x.extend([multiple, -multiple, multiple * (1.0 + 1e-15)]);
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for exponent in (0..2047u64).step_by(5) {
+        let bits = (exponent << 52) | (next() & 0x000f_ffff_ffff_ffff);
+        x.extend([f64::from_bits(bits), -f64::from_bits(bits)]);
+    }
+    for step in 0..160 {
+        let v = -8.0 + f64::from(step) * 0.1003;
+        x.push(v);
+    }
+    for step in 0..64 {
+        x.push(-745.0 + f64::from(step) * 22.9);
+    }
+    let exponents = [
+        0.5, 2.0, -1.0, 3.0, -3.0, 0.3, 1e10, -1e10, 1e300, -0.7, 7.25, -2.5, 1075.0, -1075.0,
+    ];
+    let mut pairs: Vec<(f64, f64)> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v, exponents[i % exponents.len()]))
+        .collect();
+    let bases = [
+        0.5,
+        2.0,
+        10.0,
+        1e-300,
+        1e300,
+        3.7,
+        0.999_999_9,
+        1.000_000_1,
+        5e-324,
+        -2.0,
+        -0.5,
+        -0.0,
+        0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+    ];
+    let powers = [
+        0.5,
+        2.0,
+        -1.0,
+        3.0,
+        -3.0,
+        0.3,
+        1e10,
+        1e300,
+        -0.7,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1075.0,
+        -1075.0,
+        9007199254740993.0,
+        1e20,
+        -1e20,
+    ];
+    for &b in &bases {
+        for &p in &powers {
+            pairs.push((b, p));
+        }
+    }
+    pairs
+}
+
+/// The f64 nearest a multiple of π/2 (6381956970095103 * 2^797).
+const HARDEST_REDUCTION: u64 = 0x7506_ac5b_262c_a1ff;
+
+/// The correctly rounded `sin`, `cos` and `tan` (`k` 4 to 6) of [`HARDEST_REDUCTION`]
+/// (from 2000-bit arithmetic). glibc's argument reduction keeps about 106 bits, which this
+/// argument's cancellation of 61 leaves at 45: its `cos` and `tan` are 8 and 14 ulps off,
+/// so a result within a few ulps of these values holds too.
+fn correctly_rounded(x: f64, k: usize) -> Option<f64> {
+    if x.to_bits() != HARDEST_REDUCTION {
+        return None;
+    }
+    match k {
+        4 => Some(1.0),
+        5 => Some(f64::from_bits(0xbc21_4ae7_2e6b_a22f)),
+        6 => Some(f64::from_bits(0xc3bd_9ba9_a797_5636)),
+        _ => None,
+    }
+}
+
+/// Rust's result of [`F64_FUNCTIONS`] at `(x, y)`.
+fn f64_function_results(x: f64, y: f64) -> [f64; 10] {
+    [
+        x.exp(),
+        x.ln(),
+        x.log2(),
+        x.log10(),
+        x.sin(),
+        x.cos(),
+        x.tan(),
+        x.tanh(),
+        libm::erf(x),
+        x.powf(y),
+    ]
+}
+
+/// `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`, `tanh`, `erf` and `powf` of `f64`
+/// hold over their whole domain where the device has them (`Features::f64_transcendentals`):
+/// within 3 ulps of Rust's `std` (`libm::erf`) from the subnormals to the largest `f64`,
+/// the trigonometric functions of huge arguments and of the argument nearest a multiple of
+/// π/2 included, and Rust's special values (NaN, infinities, signed zeros, arguments out of
+/// the domain, `powf`'s C99 cases) exactly. Where the device may flush subnormal values
+/// (no strict float math), a subnormal argument or result may count as zero.
+pub fn f64_functions_hold_over_their_whole_domain<B: TestBackend>() {
+    let client = client::<B>();
+    let features = &client.properties().features;
+    if !features.f64_transcendentals || !features.types.contains(&ElemType::F64) {
+        return;
+    }
+    let flushes = !features.strict_float_math;
+    let pairs = f64_function_arguments();
+    let (xs, ys): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let (x, y) = (
+        upload_scalars::<B, f64>(&client, &xs),
+        upload_scalars::<B, f64>(&client, &ys),
+    );
+    let out = filled::<B, f64>(&client, 0.0, pairs.len() * 10);
+    let (count, dim) = cover(pairs.len(), 64);
+    f64_functions::launch::<f64, B::R>(&client, count, dim, &x, &y, &out).unwrap();
+    let got = read_scalars::<B, f64>(&client, &out);
+    let mut wrong = Vec::new();
+    let mut worst = [0u128; 10];
+    for (i, &(v, w)) in pairs.iter().enumerate() {
+        for (k, want) in f64_function_results(v, w).into_iter().enumerate() {
+            let g = got[i * 10 + k];
+            let exact = want.is_nan() || want.is_infinite() || want == 0.0;
+            // Off std's result, or off the correctly rounded one where std's is not.
+            let off = |reference: f64| super::ordered(g).abs_diff(super::ordered(reference));
+            let ulps = correctly_rounded(v, k).map_or(off(want), |exact| off(want).min(off(exact)));
+            let holds = if exact {
+                super::same(g, want)
+            } else {
+                ulps <= 3
+            };
+            let flushed = flushes
+                && (super::is_subnormal(v) || super::is_subnormal(w) || super::is_subnormal(want));
+            if !exact && !want.is_nan() {
+                worst[k] = worst[k].max(if flushed { 0 } else { ulps });
+            }
+            if !holds && !flushed {
+                wrong.push(format!(
+                    "{}({v:e}{}) = {g:e} ({:#018x}), want {want:e} ({:#018x}), {ulps} ulps",
+                    F64_FUNCTIONS[k],
+                    if k == 9 {
+                        format!(", {w:e}")
+                    } else {
+                        String::new()
+                    },
+                    g.to_bits(),
+                    want.to_bits(),
+                ));
+            }
+        }
+    }
+    let worst: Vec<String> = F64_FUNCTIONS
+        .iter()
+        .zip(worst)
+        .map(|(name, ulps)| format!("{name} {ulps}"))
+        .collect();
+    eprintln!("largest f64 errors, in ulps: {}", worst.join(", "));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} results wrong:\n{}",
+        wrong.len(),
+        pairs.len() * 10,
+        wrong[..wrong.len().min(40)].join("\n")
+    );
 }
 
 /// The float methods of `f16` and `bf16` compute in `f32` and round back: exact methods

@@ -9,7 +9,8 @@
 //!   arithmetic on the signed registers (narrow signed values are sign-extended).
 //! - Floats: `+`, `-`, `*` are WGSL's (correctly rounded); `/`, `%`, `sqrt`, `recip`,
 //!   `round`, `min`, `max`, `powf` and the transcendental functions through
-//!   [`super::float`]. Half types compute in `f32` and round back after every operation;
+//!   [`super::float`] (`f64`'s transcendental functions and `powf` through
+//!   [`super::float64`]). Half types compute in `f32` and round back after every operation;
 //!   their negation and `abs` work on the sign bit, as Rust's do.
 //! - `mul_add` is WGSL's `fma` for floats (one rounding where the device fuses it, which
 //!   every desktop GPU does; WGSL allows an unfused one) and wrapping `a * b + c` for
@@ -17,6 +18,7 @@
 
 use super::error::{GenerateError, fail};
 use super::float::{self, Format};
+use super::float64;
 use super::half;
 use super::helpers::Helpers;
 use super::wgsl_type::{
@@ -144,18 +146,15 @@ fn float_binary(
         BinaryOp::Rem => format!("{}({x}, {y})", float::rem(helpers, format)),
         BinaryOp::Min => format!("{}({x}, {y})", float::min(helpers, format)),
         BinaryOp::Max => format!("{}({x}, {y})", float::max(helpers, format)),
-        BinaryOp::Pow if format == Format::F32 => format!("{}({x}, {y})", float::pow(helpers)),
-        BinaryOp::Pow => return Err(no_f64_function("powf")),
+        BinaryOp::Pow => {
+            let function = match format {
+                Format::F32 => float::pow(helpers),
+                Format::F64 => float64::pow(helpers),
+            };
+            format!("{function}({x}, {y})")
+        }
         other => return fail(format!("{other:?} on floats")),
     })
-}
-
-/// The error of an `f64` function WGSL has no implementation of.
-fn no_f64_function(name: &str) -> GenerateError {
-    GenerateError::unsupported(format!(
-        "`f64::{name}` can't run on wgpu: WGSL's transcendental functions take `f32` only \
-         (SPIR-V's GLSL.std.450, HLSL and MSL have no 64-bit versions)"
-    ))
 }
 
 const INT_DIV: &str = r"
@@ -284,11 +283,16 @@ fn float_math(
         MathOp::Trunc => format!("trunc({x})"),
         MathOp::Round => format!("{}({x})", float::round(helpers, format)),
         MathOp::Recip => format!("{}({one}, {x})", float::div(helpers, format)),
-        other if format == Format::F64 => return Err(no_f64_function(other.name())),
-        other => match float::transcendental(helpers, other.name()) {
-            Some(function) => format!("{function}({x})"),
-            None => return fail(format!("{} on floats", other.name())),
-        },
+        other => {
+            let function = match format {
+                Format::F32 => float::transcendental(helpers, other.name()),
+                Format::F64 => float64::transcendental(helpers, other.name()),
+            };
+            match function {
+                Some(function) => format!("{function}({x})"),
+                None => return fail(format!("{} on floats", other.name())),
+            }
+        }
     })
 }
 

@@ -17,7 +17,7 @@
 //!   values (NaN, infinities, zeros, out-of-domain arguments) spelled out as Rust's `f32`
 //!   methods give them; `erf` is a port of FreeBSD's `s_erff.c` (WGSL has none). WGSL's
 //!   transcendental functions exist for `f32` only on every backend (SPIR-V's GLSL.std.450
-//!   and HLSL have no 64-bit `exp`, `log`, `sin`, ...): the generator refuses them on `f64`.
+//!   and HLSL have no 64-bit `exp`, `log`, `sin`, ...): `f64`'s are in [`super::float64`].
 
 use super::helpers::Helpers;
 

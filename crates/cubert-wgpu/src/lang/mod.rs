@@ -95,8 +95,8 @@
 //! `i64`/`u64` are refused; without `shader_f64` *and* `shader_int64`, kernels using `f64`
 //! (its bits are handled as `u64`); without `subgroups`, kernels using plane operations or
 //! `PLANE_DIM`/`UNIT_POS_PLANE`. The transcendental functions of `f64` (`exp`, `ln`,
-//! `sin`, `powf`, ... ) are refused on every target: WGSL's take `f32` only on every
-//! backend. A refusal is a [`GenerateError`] whose [`GenerateError::is_unsupported`] is
+//! `sin`, `powf`, ...), which WGSL lacks, print as software helpers (`float64.rs`). A
+//! refusal is a [`GenerateError`] whose [`GenerateError::is_unsupported`] is
 //! true. `shader_f16` changes nothing: half types are handled as bits in every mode, so
 //! kernels print without `enable f16;`.
 
@@ -105,6 +105,7 @@ mod atomic;
 mod cast;
 mod error;
 mod float;
+mod float64;
 mod fp8;
 mod generate;
 mod half;
