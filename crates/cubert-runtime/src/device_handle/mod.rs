@@ -49,6 +49,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::thread::JoinHandle;
 
 /// Why a call to the device could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +125,29 @@ struct HandleInner<S: ComputeServer> {
     utilities: Arc<ServerUtilities<S>>,
     mode: DeviceHandleMode,
     sender: Option<Sender<Message<S>>>,
+    /// The runner thread (threaded mode), joined when the last handle goes.
+    runner: Option<JoinHandle<()>>,
     gate: ReentrantGate,
+}
+
+/// The last handle of a threaded device closes the runner's channel and waits for the
+/// runner to finish what was queued and drop the server, so the server's teardown (a
+/// driver's device, its pipelines) is over when the drop returns. Left to run on its own,
+/// that teardown raced the process's exit when the last handle went at the end of `main`:
+/// NVIDIA's Vulkan driver crashed (SIGSEGV in `vkDestroyPipelineCache` on the runner
+/// thread) in most runs of a one-test binary on an H200. A handle dropped by a task on the
+/// runner itself leaves the runner to end on its own.
+impl<S: ComputeServer> Drop for HandleInner<S> {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(runner) = self.runner.take()
+            && runner.thread().id() != std::thread::current().id()
+        {
+            // The runner catches every task's panic; a join error is a panic in the
+            // server's own drop, which has nobody left to report to.
+            let _ = runner.join();
+        }
+    }
 }
 
 /// A handle to a device's server. Clones share the device.
@@ -351,12 +374,12 @@ impl<S: ComputeServer> DeviceHandle<S> {
             sent: PaddedCounter::default(),
             handled: PaddedCounter::default(),
         });
-        let sender = match mode {
-            DeviceHandleMode::Inline => None,
+        let (sender, runner) = match mode {
+            DeviceHandleMode::Inline => (None, None),
             DeviceHandleMode::Threaded => {
                 let (sender, receiver) = mpsc::channel();
                 let runner_core = core.clone();
-                std::thread::Builder::new()
+                let runner = std::thread::Builder::new()
                     .name(format!(
                         "cubert-{}-{}",
                         device_id.type_id, device_id.index_id
@@ -367,7 +390,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
                             "can't start the runner thread of {device_id:?}: {error}"
                         ))
                     })?;
-                Some(sender)
+                (Some(sender), Some(runner))
             }
         };
         Ok(Self {
@@ -376,6 +399,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
                 utilities,
                 mode,
                 sender,
+                runner,
                 gate: ReentrantGate::default(),
             }),
         })
@@ -701,6 +725,47 @@ mod tests {
         assert_eq!(handle.inner.core.sent.0.load(Ordering::SeqCst), 0);
         assert_eq!(bytes_in_use(&handle), 100 * 4096);
         drop(kept);
+    }
+
+    #[test]
+    fn dropping_the_last_threaded_handle_waits_until_the_runner_dropped_the_server() {
+        let handle = threaded();
+        let core = Arc::downgrade(&handle.inner.core);
+        // Still running when the handle goes: the drop has to wait for it.
+        handle.submit(|_| std::thread::sleep(std::time::Duration::from_millis(50)));
+        drop(handle);
+        assert!(
+            core.upgrade().is_none(),
+            "the runner still held the server after the last handle's drop returned"
+        );
+    }
+
+    #[test]
+    fn a_last_handle_dropped_by_a_task_on_its_runner_does_not_wait_for_itself() {
+        let handle = threaded();
+        let last = handle.clone();
+        let core = Arc::downgrade(&handle.inner.core);
+        let (go, wait) = mpsc::channel::<()>();
+        let (done, finished) = mpsc::channel();
+        handle.submit(move |_| {
+            let _ = wait.recv();
+            // The last handle, dropped on the runner: joining would wait for itself.
+            drop(last);
+            let _ = done.send(());
+        });
+        drop(handle);
+        go.send(()).unwrap();
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the task that dropped the last handle finished");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while core.upgrade().is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the runner never ended"
+            );
+            std::thread::yield_now();
+        }
     }
 
     fn wait_until_idle(handle: &DeviceHandle<DryRunServer>) {
