@@ -30,6 +30,7 @@
 //!   `submit` runs right after the current task, `submit_blocking` returns
 //!   [`CallError::Reentrant`].
 
+mod exit;
 mod gate;
 mod registry;
 
@@ -48,7 +49,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::thread::JoinHandle;
 
 /// Why a call to the device could not be answered.
@@ -137,6 +138,28 @@ struct HandleInner<S: ComputeServer> {
 /// NVIDIA's Vulkan driver crashed (SIGSEGV in `vkDestroyPipelineCache` on the runner
 /// thread) in most runs of a one-test binary on an H200. A handle dropped by a task on the
 /// runner itself leaves the runner to end on its own.
+impl<S: ComputeServer> exit::HoldAtExit for HandleInner<S> {
+    fn hold(&self, deadline: std::time::Instant) -> bool {
+        loop {
+            let guard = match self.core.server.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    if std::time::Instant::now() >= deadline {
+                        return false;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+            };
+            // Locked for the rest of the process: no thread reaches the driver through
+            // this server while the exit tears the driver down.
+            std::mem::forget(guard);
+            return true;
+        }
+    }
+}
+
 impl<S: ComputeServer> Drop for HandleInner<S> {
     fn drop(&mut self) {
         drop(self.sender.take());
@@ -393,16 +416,19 @@ impl<S: ComputeServer> DeviceHandle<S> {
                 (Some(sender), Some(runner))
             }
         };
-        Ok(Self {
-            inner: Arc::new(HandleInner {
-                core,
-                utilities,
-                mode,
-                sender,
-                runner,
-                gate: ReentrantGate::default(),
-            }),
-        })
+        let inner = Arc::new(HandleInner {
+            core,
+            utilities,
+            mode,
+            sender,
+            runner,
+            gate: ReentrantGate::default(),
+        });
+        if mode == DeviceHandleMode::Threaded {
+            let weak: Weak<HandleInner<S>> = Arc::downgrade(&inner);
+            exit::hold_at_exit(weak);
+        }
+        Ok(Self { inner })
     }
 
     /// The device.
@@ -766,6 +792,47 @@ mod tests {
             );
             std::thread::yield_now();
         }
+    }
+
+    #[test]
+    fn holding_a_device_at_exit_waits_for_the_running_task_then_keeps_the_server_locked() {
+        use exit::HoldAtExit;
+        let handle = threaded();
+        let (started, running) = mpsc::channel();
+        let ended = Arc::new(AtomicBool::new(false));
+        let ended_in_task = ended.clone();
+        handle.submit(move |_| {
+            let _ = started.send(());
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            ended_in_task.store(true, Ordering::SeqCst);
+        });
+        running.recv().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        assert!(handle.inner.hold(deadline));
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "held before the running task ended"
+        );
+        assert!(handle.inner.core.server.try_lock().is_err());
+        // Its runner would wait for the held server forever: never dropped.
+        std::mem::forget(handle);
+    }
+
+    #[test]
+    fn holding_a_busy_device_at_exit_gives_up_at_the_deadline() {
+        use exit::HoldAtExit;
+        let handle = threaded();
+        let (started, running) = mpsc::channel();
+        let (release, wait) = mpsc::channel::<()>();
+        handle.submit(move |_| {
+            let _ = started.send(());
+            let _ = wait.recv();
+        });
+        running.recv().unwrap();
+        assert!(!handle.inner.hold(std::time::Instant::now()));
+        release.send(()).unwrap();
+        // Not held: the device keeps serving.
+        assert_eq!(bytes_in_use(&handle), 0);
     }
 
     fn wait_until_idle(handle: &DeviceHandle<DryRunServer>) {
