@@ -29,6 +29,12 @@
 //! - a call made from inside a running server task on the same device doesn't deadlock:
 //!   `submit` runs right after the current task, `submit_blocking` returns
 //!   [`CallError::Reentrant`].
+//!
+//! **Teardown.** The last handle of a threaded device closes the runner's channel and
+//! joins the runner, so the server is dropped (its driver objects destroyed) when that drop
+//! returns. A device still alive when the process exits (a registered client) is held by
+//! an exit handler (`exit.rs`) once its running task ends, so no runner is inside a driver
+//! while the driver tears itself down.
 
 mod exit;
 mod gate;
@@ -128,6 +134,8 @@ struct HandleInner<S: ComputeServer> {
     sender: Option<Sender<Message<S>>>,
     /// The runner thread (threaded mode), joined when the last handle goes.
     runner: Option<JoinHandle<()>>,
+    /// Whether the exit handler holds the server (`exit.rs`).
+    held_at_exit: AtomicBool,
     gate: ReentrantGate,
 }
 
@@ -140,6 +148,9 @@ struct HandleInner<S: ComputeServer> {
 /// runner itself leaves the runner to end on its own.
 impl<S: ComputeServer> exit::HoldAtExit for HandleInner<S> {
     fn hold(&self, deadline: std::time::Instant) -> bool {
+        if self.held_at_exit.load(Ordering::SeqCst) {
+            return true;
+        }
         loop {
             let guard = match self.core.server.try_lock() {
                 Ok(guard) => guard,
@@ -155,6 +166,7 @@ impl<S: ComputeServer> exit::HoldAtExit for HandleInner<S> {
             // Locked for the rest of the process: no thread reaches the driver through
             // this server while the exit tears the driver down.
             std::mem::forget(guard);
+            self.held_at_exit.store(true, Ordering::SeqCst);
             return true;
         }
     }
@@ -422,6 +434,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
             mode,
             sender,
             runner,
+            held_at_exit: AtomicBool::new(false),
             gate: ReentrantGate::default(),
         });
         if mode == DeviceHandleMode::Threaded {
