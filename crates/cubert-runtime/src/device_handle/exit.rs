@@ -21,7 +21,7 @@ use std::sync::{Mutex, Once, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// How long the exit handler waits, in all, for servers busy with a task.
-pub(super) const EXIT_WAIT: Duration = Duration::from_secs(10);
+const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// A device handle the exit handler can hold.
 pub(super) trait HoldAtExit: Send + Sync {

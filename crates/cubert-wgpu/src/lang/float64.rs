@@ -372,6 +372,7 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
     let s = max(1, e - 1);
     let q = (s - 1) >> 5u;
     let b = u32((s - 1) & 31);
+    // e <= 971 (the largest f64), so s <= 970, q <= 30 and q + 6 is the table's last word.
     var table = CUBERT_TWO_OVER_PI;
     var window = array<u32, 6>();
     for (var i = 0; i < 6; i = i + 1) {
