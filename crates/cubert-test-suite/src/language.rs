@@ -227,68 +227,6 @@ pub fn is_subnormal<T: Scalar>(value: T) -> bool {
     bits & exponent == 0 && bits & mantissa != 0
 }
 
-/// Whether `got` is within WGSL's accuracy of `want`, Rust's `function(x)` for `f32`
-/// (`exp`, `ln`, `log2`, `sin`, `cos`, `tanh`): what the language promises for these
-/// functions on devices without strict float math (`Features::strict_float_math` false;
-/// "Floating Point Accuracy" in the WGSL specification). Within 4 ulps always passes; NaN
-/// matches NaN only. `sin` and `cos` are bounded on [-π, π] (2^-11 absolute) and only
-/// kept in [-1, 1] outside it; `exp` is within 3 + 2·|x| ulps; `ln` and `log2` are within
-/// 2^-21 on [0.5, 2] and 3 ulps elsewhere; `tanh`, WGSL's `sinh / cosh`, inherits two
-/// exponentials' error. A subnormal argument or result may be flushed to zero.
-pub fn within_wgsl_accuracy(function: &str, x: f32, got: f32, want: f32) -> bool {
-    if got.is_nan() || want.is_nan() {
-        return got.is_nan() && want.is_nan();
-    }
-    if within_ulps(got, want, 4) {
-        return true;
-    }
-    if want.abs() < f32::MIN_POSITIVE && got.abs() < f32::MIN_POSITIVE {
-        // A subnormal result may be flushed to zero.
-        return true;
-    }
-    if x != 0.0 && x.abs() < f32::MIN_POSITIVE {
-        // WGSL leaves subnormal arguments to the device (it may flush them to zero): the
-        // result must be the function's somewhere between zero and the smallest normal
-        // number, all of these functions being monotonic there.
-        let rust = |v: f32| match function {
-            "sin" => Some(v.sin()),
-            "cos" => Some(v.cos()),
-            "exp" => Some(v.exp()),
-            "ln" => Some(v.ln()),
-            "log2" => Some(v.log2()),
-            "log10" => Some(v.log10()),
-            "tanh" => Some(v.tanh()),
-            _ => None,
-        };
-        let (Some(at_zero), Some(at_normal)) = (
-            rust(0.0f32.copysign(x)),
-            rust(f32::MIN_POSITIVE.copysign(x)),
-        ) else {
-            return false;
-        };
-        let (low, high) = (at_zero.min(at_normal), at_zero.max(at_normal));
-        return (low <= got && got <= high)
-            || within_ulps(got, low, 4)
-            || within_ulps(got, high, 4);
-    }
-    let absolute = (f64::from(got) - f64::from(want)).abs();
-    let exp_ulps = 3 + (2.0 * x.abs()).ceil().min(1e9) as u32;
-    match function {
-        "sin" | "cos" if x.abs() <= std::f32::consts::PI => absolute <= 2f64.powi(-11),
-        "sin" | "cos" => got.abs() <= 1.0,
-        "exp" => within_ulps(got, want, exp_ulps),
-        "ln" | "log2" | "log10" if (0.5..=2.0).contains(&x) => absolute <= 2f64.powi(-21),
-        "ln" | "log2" | "log10" => within_ulps(got, want, 4),
-        // `sin(x) / cos(x)`: both within 2^-11 on [-π, π].
-        "tan" if x.abs() <= std::f32::consts::PI => {
-            absolute <= 2f64.powi(-10) * (1.0 + f64::from(want) * f64::from(want))
-        }
-        "tan" => true,
-        "tanh" => absolute <= 2.0 * f64::from(exp_ulps) * 2f64.powi(-23),
-        _ => false,
-    }
-}
-
 /// Asserts `got[i]` matches `want[i]` under `matches` for every `i`; the message names
 /// `what` and the first mismatches with their inputs (outputs laid out `out[i * k + j]`
 /// for input `i`).

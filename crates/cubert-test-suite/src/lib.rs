@@ -189,7 +189,7 @@ macro_rules! __for_each_suite_test {
                 casts_to_half_types_round_to_nearest_even,
                 exact_float_methods_match_std_bit_for_bit,
                 transcendental_float_methods_are_within_four_ulps_of_std,
-                f64_functions_hold_over_their_whole_domain,
+                float_functions_hold_over_their_whole_domain,
                 half_float_methods_compute_in_f32_and_round_back,
                 select_picks_by_condition,
                 integer_abs_min_max_wrap_and_compare,
@@ -418,6 +418,9 @@ macro_rules! __for_each_suite_test {
             [
             model {
                 a_million_random_operations_match_the_model,
+            }
+            language {
+                f32_functions_hold_for_every_f32,
             }
             leaks {
                 ten_million_alloc_free_cycles_return_usage_to_baseline,

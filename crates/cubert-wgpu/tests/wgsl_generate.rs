@@ -676,6 +676,27 @@ fn plane_operations_are_refused_without_subgroups() {
     assert!(!source.contains("subgroupAdd"), "{source}");
 }
 
+/// Whether `source`, comments left out, calls the WGSL built-in function `name`.
+fn calls_builtin(source: &str, name: &str) -> bool {
+    let code: String = source
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let call = format!("{name}(");
+    code.match_indices(&call).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// WGSL's transcendental functions, which the generator must not call.
+const WGSL_TRANSCENDENTALS: [&str; 9] = [
+    "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow",
+];
+
 #[test]
 fn f64_transcendental_functions_print_as_software_helpers() {
     let source = print(&float_math::definition::<f64>(), &every_feature(true)).unwrap();
@@ -689,22 +710,52 @@ fn f64_transcendental_functions_print_as_software_helpers() {
         assert!(source.contains(helper), "no `{helper}` in\n{source}");
     }
     // No WGSL built-in transcendental function is called: they take f32 only.
-    let code: String = source
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
-    for builtin in [
-        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow",
+    for builtin in WGSL_TRANSCENDENTALS {
+        assert!(
+            !calls_builtin(&source, builtin),
+            "`{builtin}(` in\n{source}"
+        );
+    }
+}
+
+#[test]
+fn f32_transcendental_functions_print_as_software_helpers_without_64_bit_integers() {
+    let target = WgslTarget {
+        shader_f16: false,
+        shader_f64: false,
+        shader_int64: false,
+        subgroups: false,
+        checked: true,
+        vector_lines: 0,
+    };
+    let source = print(&float_math::definition::<f32>(), &target).unwrap();
+    for helper in [
+        "fn cubert_exp_f32(",
+        "fn cubert_ln_f32(",
+        "fn cubert_rem_pio2_f32(",
+        "fn cubert_tanh_f32(",
+        "fn cubert_erf_f32(",
+        "fn cubert_pow_f32(",
     ] {
-        let call = format!("{builtin}(");
-        let called = code.match_indices(&call).any(|(at, _)| {
-            !code[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_')
-        });
-        assert!(!called, "`{call}` in\n{source}");
+        assert!(source.contains(helper), "no `{helper}` in\n{source}");
+    }
+    // WGSL's own are only as accurate as WGSL promises (`sin` bounded on [-pi, pi] only).
+    for builtin in WGSL_TRANSCENDENTALS {
+        assert!(
+            !calls_builtin(&source, builtin),
+            "`{builtin}(` in\n{source}"
+        );
+    }
+    // The helpers work on adapters without 64-bit integers (WebGPU has none): no 64-bit
+    // type and no 64-bit literal (`1lu`, `0x..li`).
+    let tokens: Vec<&str> = source.split(|c: char| !c.is_alphanumeric()).collect();
+    for token in tokens {
+        let literal = token.starts_with(|c: char| c.is_ascii_digit())
+            && (token.ends_with("lu") || token.ends_with("li"));
+        assert!(
+            token != "u64" && token != "i64" && !literal,
+            "`{token}` in\n{source}"
+        );
     }
 }
 

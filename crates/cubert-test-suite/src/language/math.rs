@@ -142,9 +142,9 @@ fn int_math(
 }
 
 /// The transcendental functions of one argument and `powf`, 10 results per element (in
-/// [`F64_FUNCTIONS`]'s order); run on `f64`.
+/// [`FUNCTIONS`]'s order); run on `f32` and `f64`.
 #[cubert_macros::kernel(crate = cubert_runtime)]
-fn f64_functions<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>) {
+fn float_functions<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>) {
     let i = ABSOLUTE_POS;
     if i < x.len() {
         let v = x[i];
@@ -162,8 +162,8 @@ fn f64_functions<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>) {
     }
 }
 
-/// The names of [`f64_functions`]'s results.
-const F64_FUNCTIONS: [&str; 10] = [
+/// The names of [`float_functions`]'s results.
+const FUNCTIONS: [&str; 10] = [
     "exp", "ln", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "powf",
 ];
 
@@ -180,7 +180,8 @@ pub(super) fn definitions() -> Vec<KernelDefinition> {
         binary_math::definition::<f64>(true),
         unary_math::definition::<f64>(false),
         binary_math::definition::<f64>(false),
-        f64_functions::definition::<f64>(),
+        float_functions::definition::<f32>(),
+        float_functions::definition::<f64>(),
         selects::definition(),
         int_math::definition(),
     ]
@@ -324,11 +325,9 @@ fn binary_inputs() -> Vec<(f64, f64, f64, bool)> {
 /// `mul_add` may also round twice, like `x * y + z`.
 fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: bool, ulps: u32) {
     let features = &client.properties().features;
-    // Without strict float math (wgpu), `mul_add` may round twice and the transcendental
-    // functions have WGSL's accuracy.
+    // Without strict float math (wgpu), `mul_add` may round twice.
     let relaxed = !features.strict_float_math;
     let transcendental = F::ELEM != ElemType::F64 || features.f64_transcendentals;
-    let as_f32 = |v: F| f32::from_bits(v.to_bits() as u32);
     let unary = unary_inputs();
     let x: Vec<F> = unary.iter().map(|&(v, _)| F::of(v)).collect();
     let xs = upload_scalars::<B, F>(client, &x);
@@ -350,18 +349,11 @@ fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: 
             }
         }
         let what = format!("{}::{name}", F::ELEM);
-        // Without strict float math, f32's transcendental functions have WGSL's accuracy.
-        let wgsl = relaxed && F::ELEM == ElemType::F32;
-        let row = std::cell::Cell::new(0);
         assert_each(&what, &inputs, &got_column, &want, |g, w| {
-            let x = inputs[row.get()];
-            row.set(row.get() + 1);
             if exact {
                 super::same(*g, *w)
             } else {
                 within_ulps(*g, *w, ulps)
-                    || (wgsl
-                        && super::within_wgsl_accuracy(name, as_f32(x), as_f32(*g), as_f32(*w)))
             }
         });
     }
@@ -422,9 +414,6 @@ fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: 
                     || (mul_add && relaxed && super::same(*g, F::mul_then_add(v, y, u)))
             } else {
                 within_ulps(*g, *w, ulps)
-                    || (relaxed
-                        && F::ELEM == ElemType::F32
-                        && within_wgsl_pow_accuracy(as_f32(v), as_f32(y), as_f32(*g), as_f32(*w)))
             }
         });
     }
@@ -438,15 +427,6 @@ fn check_float_methods<B: TestBackend, F: HostFloat>(client: &Client<B>, exact: 
         &read_bytes::<B>(client, &nan),
         &want_nan,
     );
-}
-
-/// Whether `got` is within WGSL's accuracy of `want = |x|.powf(y)` for `f32`: WGSL's `pow`
-/// is `exp2(y * log2(x))`, so it inherits `exp2`'s 3 + 2·|e| ulps (`e` the exponent) and
-/// `log2`'s error (2^-21 absolute) scaled by `y`, about 2.8·|y| ulps of the result.
-fn within_wgsl_pow_accuracy(x: f32, y: f32, got: f32, want: f32) -> bool {
-    let exponent = (y * x.abs().log2()).abs();
-    let ulps = 3.0 + 2.0 * exponent + 3.0 * y.abs();
-    within_ulps(got, want, ulps.ceil().min(1e6) as u32)
 }
 
 /// `sqrt`, `floor`, `ceil`, `round` (ties away from zero), `trunc`, `recip`, `abs`, `min`
@@ -480,39 +460,41 @@ pub fn transcendental_float_methods_are_within_four_ulps_of_std<B: TestBackend>(
     assert!(!within_ulps(1.0f32, 1.0 + 5.0 * f32::EPSILON, 4));
 }
 
-/// The arguments of [`f64_functions`]: special values, every binade from the subnormals
-/// to the largest `f64` (both signs), multiples of π/2 and the `f64` nearest one (the
-/// hardest argument reduction), and the ranges where `exp`, `tanh` and `erf` change
-/// formula; each with an exponent for `powf`, and `powf`'s own special pairs.
-fn f64_function_arguments() -> Vec<(f64, f64)> {
-    let mut x: Vec<f64> = vec![
-        0.0,
-        -0.0,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        1.0,
-        -1.0,
-        f64::MIN_POSITIVE,
-        -f64::MIN_POSITIVE,
-        5e-324,
-        -5e-324,
-        f64::MAX,
-        f64::MIN,
-        1e22,
-        f64::from_bits(HARDEST_REDUCTION),
-        709.78,
-        709.79,
-        -708.5,
-        -744.0,
-        -745.2,
-        1e-20,
-        -3e-10,
-    ];
-    for n in 1..=16 {
-        let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
-        x.extend([multiple, -multiple, multiple * (1.0 + 1e-15)]);
+/// A float type whose [`float_functions`] are checked over their whole domain.
+trait DomainFloat: HostFloat + Scalar + Copy + std::fmt::LowerExp {
+    /// The most ulps a result may be off the reference.
+    const BAR: u128;
+    /// The arguments, each with an exponent for `powf` (see [`domain_arguments`]).
+    fn arguments() -> Vec<(Self, Self)>;
+    /// The reference results of [`FUNCTIONS`] at `(x, y)`.
+    fn results(x: Self, y: Self) -> [Self; 10];
+    /// A second accepted result of function `k` at `x`, where the reference is known to be
+    /// off the correctly rounded one.
+    fn correctly_rounded(x: Self, k: usize) -> Option<Self>;
+    /// Whether the value is NaN, infinite or zero.
+    fn is_special(self) -> bool;
+}
+
+/// `(x, y)` pairs from `x` (each with an exponent from `exponents` in turn) and every pair
+/// of `bases` and `powers`: `powf`'s C99 cases and its overflows and underflows.
+fn domain_pairs(x: &[f64], exponents: &[f64], bases: &[f64], powers: &[f64]) -> Vec<(f64, f64)> {
+    let mut pairs: Vec<(f64, f64)> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v, exponents[i % exponents.len()]))
+        .collect();
+    for &b in bases {
+        for &p in powers {
+            pairs.push((b, p));
+        }
     }
+    pairs
+}
+
+/// Arguments common to both types: special values, every binade of the type from the
+/// subnormals to the largest value (both signs, `exponent_bits` wide, `mantissa` random
+/// bits below), multiples of π/2 and their neighbours, and steps over [-8, 8].
+fn domain_arguments(exponent_bits: u32, mantissa_bits: u32, step: usize) -> Vec<u64> {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         state ^= state << 13;
@@ -520,179 +502,466 @@ fn f64_function_arguments() -> Vec<(f64, f64)> {
         state ^= state << 17;
         state
     };
-    for exponent in (0..2047u64).step_by(5) {
-        let bits = (exponent << 52) | (next() & 0x000f_ffff_ffff_ffff);
-        x.extend([f64::from_bits(bits), -f64::from_bits(bits)]);
+    let mut bits = Vec::new();
+    let sign = 1u64 << (exponent_bits + mantissa_bits);
+    for exponent in (0..(1u64 << exponent_bits) - 1).step_by(step) {
+        let value = (exponent << mantissa_bits) | (next() & ((1u64 << mantissa_bits) - 1));
+        bits.extend([value, value | sign]);
     }
-    for step in 0..160 {
-        let v = -8.0 + f64::from(step) * 0.1003;
-        x.push(v);
+    bits
+}
+
+impl DomainFloat for f64 {
+    const BAR: u128 = 3;
+
+    fn arguments() -> Vec<(f64, f64)> {
+        let mut x: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1.0,
+            -1.0,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            5e-324,
+            -5e-324,
+            f64::MAX,
+            f64::MIN,
+            1e22,
+            f64::from_bits(HARDEST_REDUCTION),
+            709.78,
+            709.79,
+            -708.5,
+            -744.0,
+            -745.2,
+            1e-20,
+            -3e-10,
+        ];
+        for n in 1..=16 {
+            let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
+            x.extend([multiple, -multiple, multiple * (1.0 + 1e-15)]);
+        }
+        x.extend(domain_arguments(11, 52, 5).into_iter().map(f64::from_bits));
+        x.extend((0..160).map(|step| -8.0 + f64::from(step) * 0.1003));
+        x.extend((0..64).map(|step| -745.0 + f64::from(step) * 22.9));
+        let exponents = [
+            0.5, 2.0, -1.0, 3.0, -3.0, 0.3, 1e10, -1e10, 1e300, -0.7, 7.25, -2.5, 1075.0, -1075.0,
+        ];
+        let bases = [
+            0.5,
+            2.0,
+            10.0,
+            1e-300,
+            1e300,
+            3.7,
+            0.999_999_9,
+            1.000_000_1,
+            5e-324,
+            -2.0,
+            -0.5,
+            -0.0,
+            0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1.0,
+            -1.0,
+        ];
+        let powers = [
+            0.5,
+            2.0,
+            -1.0,
+            3.0,
+            -3.0,
+            0.3,
+            1e10,
+            1e300,
+            -0.7,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1075.0,
+            -1075.0,
+            9007199254740993.0,
+            1e20,
+            -1e20,
+        ];
+        domain_pairs(&x, &exponents, &bases, &powers)
     }
-    for step in 0..64 {
-        x.push(-745.0 + f64::from(step) * 22.9);
+
+    fn results(x: f64, y: f64) -> [f64; 10] {
+        [
+            x.exp(),
+            x.ln(),
+            x.log2(),
+            x.log10(),
+            x.sin(),
+            x.cos(),
+            x.tan(),
+            x.tanh(),
+            libm::erf(x),
+            x.powf(y),
+        ]
     }
-    let exponents = [
-        0.5, 2.0, -1.0, 3.0, -3.0, 0.3, 1e10, -1e10, 1e300, -0.7, 7.25, -2.5, 1075.0, -1075.0,
-    ];
-    let mut pairs: Vec<(f64, f64)> = x
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, exponents[i % exponents.len()]))
-        .collect();
-    let bases = [
-        0.5,
-        2.0,
-        10.0,
-        1e-300,
-        1e300,
-        3.7,
-        0.999_999_9,
-        1.000_000_1,
-        5e-324,
-        -2.0,
-        -0.5,
-        -0.0,
-        0.0,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        1.0,
-        -1.0,
-    ];
-    let powers = [
-        0.5,
-        2.0,
-        -1.0,
-        3.0,
-        -3.0,
-        0.3,
-        1e10,
-        1e300,
-        -0.7,
-        0.0,
-        -0.0,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        1075.0,
-        -1075.0,
-        9007199254740993.0,
-        1e20,
-        -1e20,
-    ];
-    for &b in &bases {
-        for &p in &powers {
-            pairs.push((b, p));
+
+    fn correctly_rounded(x: f64, k: usize) -> Option<f64> {
+        if x.to_bits() != HARDEST_REDUCTION {
+            return None;
+        }
+        match k {
+            4 => Some(1.0),
+            5 => Some(f64::from_bits(0xbc21_4ae7_2e6b_a22f)),
+            6 => Some(f64::from_bits(0xc3bd_9ba9_a797_5636)),
+            _ => None,
         }
     }
-    pairs
+
+    fn is_special(self) -> bool {
+        self.is_nan() || self.is_infinite() || self == 0.0
+    }
 }
 
 /// The f64 nearest a multiple of π/2 (6381956970095103 * 2^797).
 const HARDEST_REDUCTION: u64 = 0x7506_ac5b_262c_a1ff;
 
-/// The correctly rounded `sin`, `cos` and `tan` (`k` 4 to 6) of [`HARDEST_REDUCTION`]
-/// (from 2000-bit arithmetic). glibc's argument reduction keeps about 106 bits, which this
-/// argument's cancellation of 61 leaves at 45: its `cos` and `tan` are 8 and 14 ulps off,
-/// so a result within a few ulps of these values holds too.
-fn correctly_rounded(x: f64, k: usize) -> Option<f64> {
-    if x.to_bits() != HARDEST_REDUCTION {
-        return None;
+/// The `f32` arguments nearest a multiple of π/2 (29, 29 and 28 zero bits after the
+/// binary point of x·2/π's distance to an integer; a search over every `f32`), the first
+/// three of them with 2 and 4 times each.
+const HARDEST_F32_REDUCTIONS: [u32; 8] = [
+    0x50a3_e87f,
+    0x6f79_be45,
+    0x437c_e5f1,
+    0x5123_e87f,
+    0x43fc_e5f1,
+    0x53b1_46a6,
+    0x6a19_76f1,
+    0x7758_4625,
+];
+
+impl DomainFloat for f32 {
+    const BAR: u128 = 3;
+
+    fn arguments() -> Vec<(f32, f32)> {
+        let mut x: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1.0,
+            -1.0,
+            f64::from(f32::MIN_POSITIVE),
+            -f64::from(f32::MIN_POSITIVE),
+            1e-45,
+            -1e-45,
+            f64::from(f32::MAX),
+            f64::from(f32::MIN),
+            1e5,
+            88.72283,
+            88.72284,
+            -87.33,
+            -103.97,
+            -103.98,
+            -110.0,
+            1e-10,
+            -3e-5,
+            1.0 - 1e-7,
+            1.0 + 2e-7,
+        ];
+        x.extend(HARDEST_F32_REDUCTIONS.map(|bits| f64::from(f32::from_bits(bits))));
+        for n in 1..=16 {
+            let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
+            x.extend([multiple, -multiple, multiple * (1.0 + 1e-7)]);
+        }
+        let bits = domain_arguments(8, 23, 1);
+        x.extend(
+            bits.into_iter()
+                .map(|b| f64::from(f32::from_bits(b as u32))),
+        );
+        x.extend((0..160).map(|step| -8.0 + f64::from(step) * 0.1003));
+        x.extend((0..64).map(|step| -104.0 + f64::from(step) * 3.05));
+        let exponents = [
+            0.5, 2.0, -1.0, 3.0, -3.0, 0.3, 1e5, -1e5, 1e30, -0.7, 7.25, -2.5, 150.0, -150.0,
+        ];
+        let bases = [
+            0.5,
+            2.0,
+            10.0,
+            1e-30,
+            1e30,
+            3.7,
+            0.999_999_9,
+            1.000_000_1,
+            1e-45,
+            -2.0,
+            -0.5,
+            -0.0,
+            0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1.0,
+            -1.0,
+        ];
+        let powers = [
+            0.5,
+            2.0,
+            -1.0,
+            3.0,
+            -3.0,
+            0.3,
+            1e5,
+            1e30,
+            -0.7,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            150.0,
+            -150.0,
+            16777217.0,
+            1e20,
+            -1e20,
+        ];
+        domain_pairs(&x, &exponents, &bases, &powers)
+            .into_iter()
+            .map(|(v, w)| (v as f32, w as f32))
+            .collect()
     }
-    match k {
-        4 => Some(1.0),
-        5 => Some(f64::from_bits(0xbc21_4ae7_2e6b_a22f)),
-        6 => Some(f64::from_bits(0xc3bd_9ba9_a797_5636)),
-        _ => None,
+
+    /// Each function of the `f64` argument, rounded once to `f32`: within an ulp of the
+    /// correctly rounded result (equal to it but for double roundings).
+    fn results(x: f32, y: f32) -> [f32; 10] {
+        f64::results(f64::from(x), f64::from(y)).map(|v| v as f32)
+    }
+
+    fn correctly_rounded(_: f32, _: usize) -> Option<f32> {
+        None
+    }
+
+    fn is_special(self) -> bool {
+        self.is_nan() || self.is_infinite() || self == 0.0
     }
 }
 
-/// Rust's result of [`F64_FUNCTIONS`] at `(x, y)`.
-fn f64_function_results(x: f64, y: f64) -> [f64; 10] {
-    [
-        x.exp(),
-        x.ln(),
-        x.log2(),
-        x.log10(),
-        x.sin(),
-        x.cos(),
-        x.tan(),
-        x.tanh(),
-        libm::erf(x),
-        x.powf(y),
-    ]
+/// The verdict on one result of [`float_functions`].
+struct Verdict {
+    /// Ulps off the reference (zero for special values and where flushing excuses it).
+    ulps: u128,
+    /// Whether the result holds.
+    holds: bool,
 }
 
-/// `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`, `tanh`, `erf` and `powf` of `f64`
-/// hold over their whole domain where the device has them (`Features::f64_transcendentals`):
-/// within 3 ulps of Rust's `std` (`libm::erf`) from the subnormals to the largest `f64`,
-/// the trigonometric functions of huge arguments and of the argument nearest a multiple of
-/// π/2 included, and Rust's special values (NaN, infinities, signed zeros, arguments out of
-/// the domain, `powf`'s C99 cases) exactly. Where the device may flush subnormal values
-/// (no strict float math), a subnormal argument or result may count as zero.
-pub fn f64_functions_hold_over_their_whole_domain<B: TestBackend>() {
-    let client = client::<B>();
-    let features = &client.properties().features;
-    if !features.f64_transcendentals || !features.types.contains(&ElemType::F64) {
-        return;
+/// Judges `got`, function `k`'s result at `(v, w)`, against `want`, the reference: special
+/// values exactly, others within [`DomainFloat::BAR`] ulps; a subnormal argument or
+/// reference counts as zero where the device `flushes` subnormal values.
+fn judge<F: DomainFloat>(v: F, w: F, k: usize, got: F, want: F, flushes: bool) -> Verdict {
+    let flushed =
+        flushes && (super::is_subnormal(v) || super::is_subnormal(w) || super::is_subnormal(want));
+    if want.is_special() {
+        let holds = super::same(got, want) || flushed;
+        return Verdict { ulps: 0, holds };
     }
-    let flushes = !features.strict_float_math;
-    let pairs = f64_function_arguments();
-    let (xs, ys): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
-    let (x, y) = (
-        upload_scalars::<B, f64>(&client, &xs),
-        upload_scalars::<B, f64>(&client, &ys),
-    );
-    let out = filled::<B, f64>(&client, 0.0, pairs.len() * 10);
-    let (count, dim) = cover(pairs.len(), 64);
-    f64_functions::launch::<f64, B::R>(&client, count, dim, &x, &y, &out).unwrap();
-    let got = read_scalars::<B, f64>(&client, &out);
+    // Off the reference, or off the correctly rounded result where it is not.
+    let off = |reference: F| super::ordered(got).abs_diff(super::ordered(reference));
+    let ulps = F::correctly_rounded(v, k).map_or(off(want), |exact| off(want).min(off(exact)));
+    if flushed {
+        return Verdict {
+            ulps: 0,
+            holds: true,
+        };
+    }
+    Verdict {
+        ulps,
+        holds: ulps <= F::BAR,
+    }
+}
+
+/// One wrong result, for a failure message.
+fn describe<F: DomainFloat>(v: F, w: F, k: usize, got: F, want: F, ulps: u128) -> String {
+    format!(
+        "{}({v:e}{}) = {got:e} ({:#x}), want {want:e} ({:#x}), {ulps} ulps",
+        FUNCTIONS[k],
+        if k == 9 {
+            format!(", {w:e}")
+        } else {
+            String::new()
+        },
+        got.to_bits(),
+        want.to_bits(),
+    )
+}
+
+/// Runs [`float_functions`] on `F`'s [`DomainFloat::arguments`] and checks each result
+/// against the reference; returns the largest error of each function, in ulps.
+fn check_whole_domain<B: TestBackend, F: DomainFloat>(client: &Client<B>) -> [u128; 10] {
+    let flushes = !client.properties().features.strict_float_math;
+    let pairs = F::arguments();
+    let (xs, ys): (Vec<F>, Vec<F>) = pairs.iter().copied().unzip();
+    let got = run_float_functions::<B, F>(client, &xs, &ys);
     let mut wrong = Vec::new();
     let mut worst = [0u128; 10];
     for (i, &(v, w)) in pairs.iter().enumerate() {
-        for (k, want) in f64_function_results(v, w).into_iter().enumerate() {
+        for (k, want) in F::results(v, w).into_iter().enumerate() {
             let g = got[i * 10 + k];
-            let exact = want.is_nan() || want.is_infinite() || want == 0.0;
-            // Off std's result, or off the correctly rounded one where std's is not.
-            let off = |reference: f64| super::ordered(g).abs_diff(super::ordered(reference));
-            let ulps = correctly_rounded(v, k).map_or(off(want), |exact| off(want).min(off(exact)));
-            let holds = if exact {
-                super::same(g, want)
-            } else {
-                ulps <= 3
-            };
-            let flushed = flushes
-                && (super::is_subnormal(v) || super::is_subnormal(w) || super::is_subnormal(want));
-            if !exact && !want.is_nan() {
-                worst[k] = worst[k].max(if flushed { 0 } else { ulps });
-            }
-            if !holds && !flushed {
-                wrong.push(format!(
-                    "{}({v:e}{}) = {g:e} ({:#018x}), want {want:e} ({:#018x}), {ulps} ulps",
-                    F64_FUNCTIONS[k],
-                    if k == 9 {
-                        format!(", {w:e}")
-                    } else {
-                        String::new()
-                    },
-                    g.to_bits(),
-                    want.to_bits(),
-                ));
+            let verdict = judge(v, w, k, g, want, flushes);
+            worst[k] = worst[k].max(verdict.ulps);
+            if !verdict.holds {
+                wrong.push(describe(v, w, k, g, want, verdict.ulps));
             }
         }
     }
-    let worst: Vec<String> = F64_FUNCTIONS
-        .iter()
-        .zip(worst)
-        .map(|(name, ulps)| format!("{name} {ulps}"))
-        .collect();
-    eprintln!("largest f64 errors, in ulps: {}", worst.join(", "));
     assert!(
         wrong.is_empty(),
-        "{} of {} results wrong:\n{}",
+        "{}: {} of {} results wrong:\n{}",
+        F::ELEM,
         wrong.len(),
         pairs.len() * 10,
         wrong[..wrong.len().min(40)].join("\n")
+    );
+    worst
+}
+
+/// The results of [`float_functions`] at `xs` (and `ys` for `powf`), 10 per argument.
+fn run_float_functions<B: TestBackend, F: DomainFloat>(
+    client: &Client<B>,
+    xs: &[F],
+    ys: &[F],
+) -> Vec<F> {
+    let (x, y) = (
+        upload_scalars::<B, F>(client, xs),
+        upload_scalars::<B, F>(client, ys),
+    );
+    let out = filled::<B, F>(client, F::default(), xs.len() * 10);
+    let (count, dim) = cover(xs.len(), 64);
+    float_functions::launch::<F, B::R>(client, count, dim, &x, &y, &out).unwrap();
+    read_scalars::<B, F>(client, &out)
+}
+
+/// `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`, `tanh`, `erf` and `powf` of `f32` and
+/// `f64` hold over their whole domain: within 3 ulps of the reference from the subnormals
+/// to the largest value, the trigonometric functions of huge arguments and of the
+/// arguments nearest a multiple of π/2 included, and Rust's special values (NaN,
+/// infinities, signed zeros, arguments out of the domain, `powf`'s C99 cases) exactly.
+/// The reference is Rust's `std` (`libm::erf`), for `f32` computed in `f64` and rounded
+/// once. `f64` is checked where the device has its transcendental functions
+/// (`Features::f64_transcendentals`). Where the device may flush subnormal values (no
+/// strict float math), a subnormal argument or result may count as zero.
+pub fn float_functions_hold_over_their_whole_domain<B: TestBackend>() {
+    let client = client::<B>();
+    let features = &client.properties().features;
+    let mut report = vec![("f32", check_whole_domain::<B, f32>(&client))];
+    if features.f64_transcendentals && features.types.contains(&ElemType::F64) {
+        report.push(("f64", check_whole_domain::<B, f64>(&client)));
+    }
+    for (name, worst) in report {
+        let worst: Vec<String> = FUNCTIONS
+            .iter()
+            .zip(worst)
+            .map(|(function, ulps)| format!("{function} {ulps}"))
+            .collect();
+        eprintln!("largest {name} errors, in ulps: {}", worst.join(", "));
+    }
+}
+
+/// The exponents [`f32_functions_hold_for_every_f32`] pairs with each argument of `powf`
+/// (by the argument's bits): results from tiny to huge, overflowing and underflowing.
+const SWEEP_EXPONENTS: [f32; 12] = [
+    0.5, 1.5, 2.5, -1.0, -2.5, 3.3, 7.0, -0.7, 0.1, 11.0, -13.0, 31.0,
+];
+
+/// How many `f32` arguments [`f32_functions_hold_for_every_f32`] sends per launch.
+const SWEEP_CHUNK: u64 = 1 << 22;
+
+/// Every `stride`-th `f32` bit pattern (`CUBERT_F32_STRIDE`; 1 sweeps all 2^32, the
+/// default 4099 about a million) through [`float_functions`], each result judged as in
+/// [`float_functions_hold_over_their_whole_domain`] (`powf` with an exponent from
+/// [`SWEEP_EXPONENTS`]); prints the largest error of each function and where it is.
+pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
+    let stride: u64 = std::env::var("CUBERT_F32_STRIDE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(4099);
+    let client = client::<B>();
+    let flushes = !client.properties().features.strict_float_math;
+    let total = (1u64 << 32).div_ceil(stride);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut worst = [(0u128, 0u32); 10];
+    let mut wrong: Vec<String> = Vec::new();
+    let mut wrong_count = 0u64;
+    let mut start = 0u64;
+    while start < total {
+        let n = SWEEP_CHUNK.min(total - start);
+        let xs: Vec<f32> = (start..start + n)
+            .map(|i| f32::from_bits((i * stride) as u32))
+            .collect();
+        let ys: Vec<f32> = xs
+            .iter()
+            .map(|x| SWEEP_EXPONENTS[x.to_bits() as usize % SWEEP_EXPONENTS.len()])
+            .collect();
+        let got = run_float_functions::<B, f32>(&client, &xs, &ys);
+        let part = xs.len().div_ceil(threads);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (xs, ys, got) = (&xs, &ys, &got);
+                    scope.spawn(move || {
+                        let mut worst = [(0u128, 0u32); 10];
+                        let (mut wrong, mut count) = (Vec::new(), 0u64);
+                        for i in (t * part)..((t + 1) * part).min(xs.len()) {
+                            let (v, w) = (xs[i], ys[i]);
+                            for (k, want) in f32::results(v, w).into_iter().enumerate() {
+                                let g = got[i * 10 + k];
+                                let verdict = judge(v, w, k, g, want, flushes);
+                                if verdict.ulps > worst[k].0 {
+                                    worst[k] = (verdict.ulps, v.to_bits());
+                                }
+                                if !verdict.holds {
+                                    count += 1;
+                                    if wrong.len() < 40 {
+                                        wrong.push(describe(v, w, k, g, want, verdict.ulps));
+                                    }
+                                }
+                            }
+                        }
+                        (worst, wrong, count)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (part_worst, part_wrong, count) in results {
+            for (k, candidate) in part_worst.into_iter().enumerate() {
+                if candidate.0 > worst[k].0 {
+                    worst[k] = candidate;
+                }
+            }
+            wrong.extend(part_wrong);
+            wrong_count += count;
+        }
+        start += n;
+    }
+    let worst: Vec<String> = FUNCTIONS
+        .iter()
+        .zip(worst)
+        .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at:#010x})"))
+        .collect();
+    eprintln!(
+        "{total} f32 arguments (every {stride}th), largest errors in ulps: {}",
+        worst.join(", ")
+    );
+    wrong.truncate(40);
+    assert!(
+        wrong_count == 0,
+        "{wrong_count} of {} results wrong:\n{}",
+        total * 10,
+        wrong.join("\n")
     );
 }
 

@@ -8,9 +8,8 @@
 //! - Shifts take their amount modulo the type's width (`& (bits - 1)`); `>>` is
 //!   arithmetic on the signed registers (narrow signed values are sign-extended).
 //! - Floats: `+`, `-`, `*` are WGSL's (correctly rounded); `/`, `%`, `sqrt`, `recip`,
-//!   `round`, `min`, `max`, `powf` and the transcendental functions through
-//!   [`super::float`] (`f64`'s transcendental functions and `powf` through
-//!   [`super::float64`]). Half types compute in `f32` and round back after every operation;
+//!   `round`, `min` and `max` through [`super::float`], `powf` and the transcendental
+//!   functions through [`super::float32`] and [`super::float64`]. Half types compute in `f32` and round back after every operation;
 //!   their negation and `abs` work on the sign bit, as Rust's do.
 //! - `mul_add` is WGSL's `fma` for floats (one rounding where the device fuses it, which
 //!   every desktop GPU does; WGSL allows an unfused one) and wrapping `a * b + c` for
@@ -18,6 +17,7 @@
 
 use super::error::{GenerateError, fail};
 use super::float::{self, Format};
+use super::float32;
 use super::float64;
 use super::half;
 use super::helpers::Helpers;
@@ -148,7 +148,7 @@ fn float_binary(
         BinaryOp::Max => format!("{}({x}, {y})", float::max(helpers, format)),
         BinaryOp::Pow => {
             let function = match format {
-                Format::F32 => float::pow(helpers),
+                Format::F32 => float32::pow(helpers),
                 Format::F64 => float64::pow(helpers),
             };
             format!("{function}({x}, {y})")
@@ -285,7 +285,7 @@ fn float_math(
         MathOp::Recip => format!("{}({one}, {x})", float::div(helpers, format)),
         other => {
             let function = match format {
-                Format::F32 => float::transcendental(helpers, other.name()),
+                Format::F32 => float32::transcendental(helpers, other.name()),
                 Format::F64 => float64::transcendental(helpers, other.name()),
             };
             match function {

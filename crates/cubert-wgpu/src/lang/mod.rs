@@ -30,8 +30,9 @@
 //! What WGSL leaves open and the printed code can't pin down: an implementation may flush
 //! subnormal `f32` values to zero, may reassociate and contract float arithmetic (naga's
 //! SPIR-V marks no operation `NoContraction`, so Mesa's drivers fold `(x + 0.5) - 0.25`
-//! into `x + 0.25`), and WGSL's `fma` may round twice (lavapipe's does);
-//! transcendental functions have WGSL's accuracy, not the CPU's.
+//! into `x + 0.25`), and WGSL's `fma` may round twice (lavapipe's does). WGSL's own
+//! transcendental functions are never printed: they are only as accurate as WGSL
+//! promises, and the language's are within a few ulps of the CPU's everywhere.
 //!
 //! # The ABI
 //!
@@ -94,8 +95,9 @@
 //! [`WgslTarget`] says what the adapter can do. Without `shader_int64`, kernels using
 //! `i64`/`u64` are refused; without `shader_f64` *and* `shader_int64`, kernels using `f64`
 //! (its bits are handled as `u64`); without `subgroups`, kernels using plane operations or
-//! `PLANE_DIM`/`UNIT_POS_PLANE`. The transcendental functions of `f64` (`exp`, `ln`,
-//! `sin`, `powf`, ...), which WGSL lacks, print as software helpers (`float64.rs`). A
+//! `PLANE_DIM`/`UNIT_POS_PLANE`. The transcendental functions (`exp`, `ln`, `sin`,
+//! `powf`, ...) print as software helpers (`float32.rs`, `float64.rs`): WGSL has no
+//! `f64` ones, and its `f32` ones are too loose. A
 //! refusal is a [`GenerateError`] whose [`GenerateError::is_unsupported`] is
 //! true. `shader_f16` changes nothing: half types are handled as bits in every mode, so
 //! kernels print without `enable f16;`.
@@ -105,6 +107,7 @@ mod atomic;
 mod cast;
 mod error;
 mod float;
+mod float32;
 mod float64;
 mod fp8;
 mod generate;
