@@ -119,6 +119,9 @@ pub enum Group {
     /// The kernel language's tensor-core bf16 matmul next to cuBLAS (GPUs with tensor
     /// cores only).
     Mma,
+    /// Throughput of the kernel language's transcendental functions (`exp`, `ln`, `sin`,
+    /// `tanh`, `powf`) in f32 and f64, next to a plain copy.
+    Math,
 }
 
 /// The tools under `cubert bench`.

@@ -6,7 +6,8 @@
 //! throughput), `transfer` (host to device and back at 1 GiB, then the size sweep of
 //! `sweep`), `launch` (launch overhead, then graph replay in `graph`), `bandwidth` (vector
 //! add, then device-to-device copy in `copy`), `trace` (replay of an allocation trace) and
-//! `mma` (the language's tensor-core matmul next to cuBLAS).
+//! `mma` (the language's tensor-core matmul next to cuBLAS) and `math` (the throughput of
+//! the language's transcendental functions).
 //! Each figure is the median of several repetitions after a warm-up, and each is checked: a
 //! failed check prints `FAIL ...`, drops the figure, counts in `failures` and makes the exit
 //! code 1. A figure the backend can't measure (graphs on the CPU, the trace when no trace
@@ -34,6 +35,7 @@ mod copy;
 mod gather_scatter;
 mod graph;
 mod launch;
+mod math;
 mod mma;
 mod peers;
 mod plot;
@@ -76,13 +78,14 @@ pub use crate::args::Group;
 
 impl Group {
     /// Every group, in the order they run.
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::Alloc,
         Group::Transfer,
         Group::Launch,
         Group::Bandwidth,
         Group::Trace,
         Group::Mma,
+        Group::Math,
     ];
 
     fn name(self) -> &'static str {
@@ -93,6 +96,7 @@ impl Group {
             Group::Bandwidth => "bandwidth",
             Group::Trace => "trace",
             Group::Mma => "mma",
+            Group::Math => "math",
         }
     }
 
@@ -105,6 +109,7 @@ impl Group {
             Group::Bandwidth => bandwidth::FIGURES,
             Group::Trace => trace::FIGURES,
             Group::Mma => mma::FIGURES,
+            Group::Math => math::FIGURES,
         }
     }
 }
@@ -224,6 +229,7 @@ fn bench<R: CliRuntime>(
                 &mut recorder,
             ),
             Group::Mma => mma::run(client, quick, &mut recorder),
+            Group::Math => math::run(client, quick, &mut recorder),
         };
         if let Err(error) = outcome {
             recorder.fail(&format!("group {group} stopped: {error:#}"));

@@ -30,8 +30,9 @@
 //! - **Subnormal arguments** of the logarithms and `powf` are normalized on the bits, not
 //!   by a multiplication a device flushing subnormals would turn into zero.
 //!
-//! Where a quotient is most of a result (`tanh`), it is the correctly rounded
-//! [`div`](super::float::div); elsewhere WGSL's `/` only computes correction terms.
+//! WGSL's `/` is only within 2.5 ulps: where a quotient is most of a result (`tanh`), it is
+//! corrected by its remainder, computed exactly on 12-bit heads and tails; elsewhere `/`
+//! only computes correction terms.
 
 use super::float::{Format, div, is_nan, sqrt};
 use super::helpers::Helpers;
@@ -62,6 +63,19 @@ fn cubert_f32_scale(y: f32, k: i32) -> f32 {
 // that its product with another such head is exact.
 fn cubert_f32_head(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) & 0xfffff000u);
+}
+
+// `a / b` within about half an ulp, for quotients that are most of a result: WGSL's `/`
+// (within 2.5 ulps) corrected by the remainder `a - q b`, whose products are computed
+// exactly on 12-bit heads and tails. For normal `a`, `b` and quotient.
+fn cubert_div_near_f32(a: f32, b: f32) -> f32 {
+    let q = a / b;
+    let qh = cubert_f32_head(q);
+    let ql = q - qh;
+    let bh = cubert_f32_head(b);
+    let bl = b - bh;
+    let r = (((a - qh * bh) - qh * bl) - ql * bh) - ql * bl;
+    return q + r / b;
 }
 
 // The bits of the normal `f32` equal to the subnormal `x` (bits `ix`) times 2^`scale`
@@ -601,14 +615,14 @@ fn cubert_tanh_f32(x: f32) -> f32 {
     } else if (w > 0x3f0c9f54u) {
         // |x| > ln(3) / 2
         t = cubert_expm1_f32(2.0f * a);
-        t = 1.0f - cubert_div_f32(2.0f, t + 2.0f);
+        t = 1.0f - cubert_div_near_f32(2.0f, t + 2.0f);
     } else if (w > 0x3e82c578u) {
         // |x| > ln(5/3) / 2
         t = cubert_expm1_f32(2.0f * a);
-        t = cubert_div_f32(t, t + 2.0f);
+        t = cubert_div_near_f32(t, t + 2.0f);
     } else if (w >= 0x39800000u) {
         t = cubert_expm1_f32(-2.0f * a);
-        t = -cubert_div_f32(t, t + 2.0f);
+        t = -cubert_div_near_f32(t, t + 2.0f);
     } else {
         // |x| < 2^-12: tanh(x) rounds to x
         return x;
@@ -681,7 +695,7 @@ fn cubert_erf_f32(x: f32) -> f32 {
     // z: |x| with its low 12 bits cleared, so -z * z is exact.
     let z = cubert_f32_head(ax);
     let r = cubert_exp_f32(-z * z - 0.5625f) * cubert_exp_f32((z - ax) * (z + ax) + big_r / big_s);
-    return select(1.0f - cubert_div_f32(r, ax), cubert_div_f32(r, ax) - 1.0f, negative);
+    return select(1.0f - r / ax, r / ax - 1.0f, negative);
 }";
 
 const POW: &str = r"
@@ -910,12 +924,10 @@ pub(super) fn transcendental(helpers: &mut Helpers, name: &str) -> Option<String
             TAN
         }
         "tanh" => {
-            div(helpers, Format::F32);
             helpers.add("cubert_expm1_f32", || EXPM1.to_string());
             TANH
         }
         "erf" => {
-            div(helpers, Format::F32);
             helpers.add("cubert_exp_f32", || EXP.to_string());
             ERF
         }
