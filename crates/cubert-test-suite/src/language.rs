@@ -86,10 +86,10 @@ pub fn every_test_kernel_records_its_ir<B: TestBackend>() {
 /// uploaded.
 fn upload_scalars<B: TestBackend, T: Scalar>(client: &Client<B>, values: &[T]) -> Handle {
     let size = T::ELEM.size();
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|value| value.to_bits().to_le_bytes()[..size].to_vec())
-        .collect();
+    let mut bytes = Vec::with_capacity(values.len() * size);
+    for value in values {
+        bytes.extend_from_slice(&value.to_bits().to_le_bytes()[..size]);
+    }
     client
         .create(Bytes::from_bytes_vec(bytes))
         .unwrap_or_else(|error| panic!("uploading {} values failed: {error}", values.len()))

@@ -118,6 +118,18 @@ pub(super) fn clz_u64(helpers: &mut Helpers) -> String {
     helpers.add("cubert_clz_u64", || CLZ_U64.to_string())
 }
 
+const FUNNEL: &str = r"
+// `(high:low) >> shift` for 0 <= shift < 32, the low word of the result.
+fn cubert_funnel_u32(high: u32, low: u32, shift: u32) -> u32 {
+    return select((low >> shift) | (high << (32u - shift)), low, shift == 0u);
+}";
+
+/// The 64-bit funnel shift of two words (the integer argument reductions use it); returns
+/// its name.
+pub(super) fn funnel(helpers: &mut Helpers) -> String {
+    helpers.add("cubert_funnel_u32", || FUNNEL.to_string())
+}
+
 const IS_NAN: &str = r"
 // Whether `x` is a NaN, from its bits.
 fn cubert_is_nan_$NAME(x: $FT) -> bool {

@@ -34,7 +34,7 @@
 //! corrected by its remainder, computed exactly on 12-bit heads and tails; elsewhere `/`
 //! only computes correction terms.
 
-use super::float::{Format, div, is_nan, sqrt};
+use super::float::{Format, div, funnel, is_nan, sqrt};
 use super::helpers::Helpers;
 
 /// Scaling by a power of two and the 12-bit head of a float.
@@ -354,11 +354,6 @@ fn cubert_mul_wide_u32(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>(high, (middle2 << 16u) | (ll & 0xffffu));
 }
 
-// `(high:low) >> shift` for 0 <= shift < 32, the low word of the result.
-fn cubert_funnel_u32(high: u32, low: u32, shift: u32) -> u32 {
-    return select((low >> shift) | (high << (32u - shift)), low, shift == 0u);
-}
-
 // `x` (finite, |x| > pi/4) reduced modulo pi/2 on integers: |x| = m 2^e with a 24-bit
 // m; the bits of 2/pi from bit e - 1 on make m (2/pi) 2^e mod 4 (earlier bits only add
 // multiples of 4); its integer part mod 4 is the quadrant, its fraction (nearest
@@ -373,9 +368,15 @@ fn cubert_rem_pio2_f32(x: f32) -> CubertPio2F32 {
     let s = max(1, e - 1);
     let q = (s - 1) >> 5u;
     let b = u32((s - 1) & 31);
-    let v2 = cubert_two_over_pi_window(q, b);
-    let v1 = cubert_two_over_pi_window(q + 1, b);
-    let v0 = cubert_two_over_pi_window(q + 2, b);
+    var v2 = 0xa2f9836eu;
+    var v1 = 0x4e441529u;
+    var v0 = 0xfc2757d1u;
+    if (s > 1) {
+        // |x| >= 2^26: the window starts further down the table
+        v2 = cubert_two_over_pi_window(q, b);
+        v1 = cubert_two_over_pi_window(q + 1, b);
+        v0 = cubert_two_over_pi_window(q + 2, b);
+    }
     // p = m * window, 120 bits in four words (p0 least significant)
     let t0 = cubert_mul_wide_u32(m, v0);
     let t1 = cubert_mul_wide_u32(m, v1);
@@ -446,6 +447,7 @@ fn cubert_rem_pio2_f32(x: f32) -> CubertPio2F32 {
 }";
 
 fn rem_pio2(helpers: &mut Helpers) {
+    funnel(helpers);
     helpers.add("cubert_rem_pio2_f32", || REM_PIO2.to_string());
 }
 

@@ -23,7 +23,7 @@
 //!   exponent field, and where the result is subnormal scales with one multiplication,
 //!   so it is rounded once.
 
-use super::float::{Format, div, is_nan, sqrt};
+use super::float::{Format, div, funnel, is_nan, sqrt};
 use super::helpers::Helpers;
 
 /// The high and low words of an `f64`, an `f64` from its words, and exact scaling by a
@@ -317,29 +317,6 @@ const CUBERT_TWO_OVER_PI = array<u32, 37>(
     0x56033046u,
 );
 
-// The 64 bits of the 256-bit number `p` (32-bit words, least significant first) from
-// bit `pos` up; bits outside `p` are zeros.
-fn cubert_bits64(p: array<u32, 8>, pos: i32) -> u64 {
-    var words = p;
-    var out = 0lu;
-    for (var i = 0; i < 3; i = i + 1) {
-        // word `w` holds bits 32w .. 32w + 31; it lands at 32w - pos in the result
-        let w = (pos >> 5u) + i;
-        if (w >= 0 && w < 8) {
-            let at = 32 * w - pos;
-            let word = u64(words[w]);
-            if (at >= 0) {
-                if (at < 64) {
-                    out = out | (word << u32(at));
-                }
-            } else {
-                out = out | (word >> u32(-at));
-            }
-        }
-    }
-    return out;
-}
-
 // The high 128 bits of the product of two 128-bit numbers, given as (high, low) halves.
 fn cubert_mul128_hi(a: vec2<u64>, b: vec2<u64>) -> vec2<u64> {
     var x = array<u32, 4>(u32(a.y), u32(a.y >> 32u), u32(a.x), u32(a.x >> 32u));
@@ -373,13 +350,16 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
     let q = (s - 1) >> 5u;
     let b = u32((s - 1) & 31);
     // e <= 971 (the largest f64), so s <= 970, q <= 30 and q + 6 is the table's last word.
-    var table = CUBERT_TWO_OVER_PI;
-    var window = array<u32, 6>();
-    for (var i = 0; i < 6; i = i + 1) {
-        let first = table[q + i];
-        let next = table[q + i + 1];
-        // least significant word first
-        window[5 - i] = select((first << b) | (next >> (32u - b)), first, b == 0u);
+    // Least significant word first; below 2^55 the window is the table's first six words.
+    var window = array<u32, 6>(0x3c439041u, 0xdb629599u, 0xf534ddc0u, 0xfc2757d1u,
+        0x4e441529u, 0xa2f9836eu);
+    if (s > 1) {
+        var table = CUBERT_TWO_OVER_PI;
+        for (var i = 0; i < 6; i = i + 1) {
+            let first = table[q + i];
+            let next = table[q + i + 1];
+            window[5 - i] = select((first << b) | (next >> (32u - b)), first, b == 0u);
+        }
     }
     // p = m * window, 245 bits
     var p = array<u32, 8>();
@@ -397,11 +377,27 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
         carry = t >> 32u;
     }
     p[7] = u32(carry);
-    // x (2/pi) = p 2^(e - s - 191): the binary point is at bit `point` of p.
-    let point = s + 191 - e;
-    var n = i32(u32(cubert_bits64(p, point) & 3lu));
-    var hi = cubert_bits64(p, point - 64);
-    var lo = cubert_bits64(p, point - 128);
+    // x (2/pi) = p 2^(e - s - 191): the binary point is at bit s + 191 - e of p, which is
+    // 190 + offset with 0 <= offset <= 55 (|x| > pi/4 makes e >= -53). Words r1 .. r5
+    // of p >> offset, from fixed words of p (no dynamic index: it would put p in memory).
+    let offset = u32(s + 1 - e);
+    let up = (offset >> 5u) == 1u;
+    let bit = offset & 31u;
+    let a1 = select(p[1], p[2], up);
+    let a2 = select(p[2], p[3], up);
+    let a3 = select(p[3], p[4], up);
+    let a4 = select(p[4], p[5], up);
+    let a5 = select(p[5], p[6], up);
+    let a6 = select(p[6], p[7], up);
+    let r1 = cubert_funnel_u32(a2, a1, bit);
+    let r2 = cubert_funnel_u32(a3, a2, bit);
+    let r3 = cubert_funnel_u32(a4, a3, bit);
+    let r4 = cubert_funnel_u32(a5, a4, bit);
+    let r5 = cubert_funnel_u32(a6, a5, bit);
+    // the quadrant: bits 190 and 191; the fraction: bits 62 .. 189 as hi and lo
+    var n = i32(r5 >> 30u);
+    var hi = (u64(r5 & 0x3fffffffu) << 34u) | (u64(r4) << 2u) | u64(r3 >> 30u);
+    var lo = (u64(r3 & 0x3fffffffu) << 34u) | (u64(r2) << 2u) | u64(r1 >> 30u);
     // fractions of a half or more: one quadrant up, the fraction negative
     let down = (hi >> 63u) != 0lu;
     if (down) {
@@ -446,6 +442,7 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
 }";
 
 fn rem_pio2(helpers: &mut Helpers) {
+    funnel(helpers);
     helpers.add("cubert_rem_pio2_f64", || REM_PIO2.to_string());
 }
 
