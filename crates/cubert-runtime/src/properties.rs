@@ -79,10 +79,10 @@ pub struct Features {
     /// written (`a * b + c` is two roundings, never contracted into a fused multiply-add;
     /// `(a + b) + c` is never reassociated), `mul_add` rounds once, and the transcendental
     /// functions are within 4 ulps of Rust's `std`. False where the shading language lets
-    /// the driver contract, reassociate and compute `fma` unfused, and gives the
-    /// transcendental functions its own accuracy (WGSL on wgpu: `sin` and `cos` within
-    /// 2^-11 on [-π, π] only, `exp` within 3 + 2·|x| ulps, ...): results then differ from
-    /// the CPU's in the last bits, and `mul_add` may round twice.
+    /// the driver contract, reassociate, flush subnormal values and compute `fma` unfused
+    /// (WGSL on wgpu): results then differ from the CPU's in the last bits, and `mul_add`
+    /// may round twice. The transcendental functions are within a few ulps of `std`
+    /// everywhere either way (wgpu computes them in software).
     pub strict_float_math: bool,
     /// Kernels can call the transcendental functions (`exp`, `ln`, `sin`, `powf`, ...) on
     /// `f64`. True wherever `f64` exists: wgpu's shading languages have them for 32-bit

@@ -103,8 +103,9 @@ pub fn wgpu_properties(
             peer_to_peer: false,
             collectives: false,
             // WGSL lets the driver contract and reassociate float arithmetic, compute `fma`
-            // unfused (naga's SPIR-V carries no `NoContraction`; lavapipe does all three),
-            // and gives the transcendental functions its own accuracy.
+            // unfused (naga's SPIR-V carries no `NoContraction`; lavapipe does all three)
+            // and flush subnormal values. (The transcendental functions are cubert's own,
+            // `lang::float32` and `lang::float64`, within a few ulps of the CPU's.)
             strict_float_math: false,
             // In software on f64 arithmetic (`lang::float64`), wherever f64 exists.
             f64_transcendentals: supported_types(features).contains(&ElemType::F64),
