@@ -885,9 +885,11 @@ const SWEEP_EXPONENTS: [f32; 12] = [
 const SWEEP_CHUNK: u64 = 1 << 21;
 
 /// Every `stride`-th `f32` bit pattern (`CUBERT_F32_STRIDE`; 1 sweeps all 2^32, the
-/// default 4099 about a million) through [`float_functions`], each result judged as in
-/// [`float_functions_hold_over_their_whole_domain`] (`powf` with an exponent from
-/// [`SWEEP_EXPONENTS`]); prints the largest error of each function and where it is.
+/// default 4099 about a million) through `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`,
+/// `tanh`, `erf` and `powf` (with one of twelve exponents from -13 to 31, picked by the
+/// argument's bits), each result judged as in
+/// [`float_functions_hold_over_their_whole_domain`]; prints the largest error of each
+/// function and where it is.
 pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
     let stride: u64 = std::env::var("CUBERT_F32_STRIDE")
         .ok()
