@@ -19,6 +19,8 @@
 //!   bits (from a 1184-bit table), the quadrant and a 128-bit fraction read off the
 //!   product, and the fraction times π/2 in 128-bit fixed point, turned into `y0 + y1`
 //!   on the bits. The result is exact to about 2^-65 relative, for `1e300` as for `2.0`.
+//!   The products are written out on named 64-bit words, not indexed arrays, which
+//!   NVIDIA's driver keeps in memory (`sin` ran five times slower with them).
 //! - **Scaling by 2^k** (the last step of `exp`, `expm1` and `powf`) adds `k` to the
 //!   exponent field, and where the result is subnormal scales with one multiplication,
 //!   so it is rounded once.
@@ -317,21 +319,38 @@ const CUBERT_TWO_OVER_PI = array<u32, 37>(
     0x56033046u,
 );
 
+// The 128-bit product of `a` and `b` as (high, low) halves, from 32-bit pieces.
+fn cubert_mul64_wide(a: u64, b: u64) -> vec2<u64> {
+    let a0 = a & 0xfffffffflu;
+    let a1 = a >> 32u;
+    let b0 = b & 0xfffffffflu;
+    let b1 = b >> 32u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let middle = (p00 >> 32u) + (p01 & 0xfffffffflu) + (p10 & 0xfffffffflu);
+    let high = a1 * b1 + (p01 >> 32u) + (p10 >> 32u) + (middle >> 32u);
+    return vec2<u64>(high, (middle << 32u) | (p00 & 0xfffffffflu));
+}
+
 // The high 128 bits of the product of two 128-bit numbers, given as (high, low) halves.
+// Written out, without arrays: an indexed array may be kept in memory.
 fn cubert_mul128_hi(a: vec2<u64>, b: vec2<u64>) -> vec2<u64> {
-    var x = array<u32, 4>(u32(a.y), u32(a.y >> 32u), u32(a.x), u32(a.x >> 32u));
-    var y = array<u32, 4>(u32(b.y), u32(b.y >> 32u), u32(b.x), u32(b.x >> 32u));
-    var r = array<u32, 8>();
-    for (var i = 0; i < 4; i = i + 1) {
-        var carry = 0lu;
-        for (var j = 0; j < 4; j = j + 1) {
-            let t = u64(x[i]) * u64(y[j]) + u64(r[i + j]) + carry;
-            r[i + j] = u32(t & 0xfffffffflu);
-            carry = t >> 32u;
-        }
-        r[i + 4] = u32(carry);
-    }
-    return vec2<u64>((u64(r[7]) << 32u) | u64(r[6]), (u64(r[5]) << 32u) | u64(r[4]));
+    let ll = cubert_mul64_wide(a.y, b.y);
+    let lh = cubert_mul64_wide(a.y, b.x);
+    let hl = cubert_mul64_wide(a.x, b.y);
+    let hh = cubert_mul64_wide(a.x, b.x);
+    // bits 64 .. 127: only their carries reach the result
+    let s1 = ll.x + lh.y;
+    let s2 = s1 + hl.y;
+    let carry = select(0lu, 1lu, s1 < ll.x) + select(0lu, 1lu, s2 < s1);
+    // bits 128 .. 191, then 192 .. 255
+    let t1 = hh.y + lh.x;
+    let t2 = t1 + hl.x;
+    let t3 = t2 + carry;
+    let top = hh.x + select(0lu, 1lu, t1 < hh.y) + select(0lu, 1lu, t2 < t1)
+        + select(0lu, 1lu, t3 < t2);
+    return vec2<u64>(top, t3);
 }
 
 // `x` (finite, |x| > pi/4) reduced modulo pi/2 on integers: |x| = m 2^e with a 53-bit
@@ -343,8 +362,6 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
     let negative = (bits >> 63u) != 0lu;
     let e = i32((bits >> 52u) & 0x7fflu) - 1075;
     let m = (bits & 0x000ffffffffffffflu) | 0x0010000000000000lu;
-    let m0 = u32(m & 0xfffffffflu);
-    let m1 = u32(m >> 32u);
     // The 192-bit window of 2/pi's bits from bit `s` (the first bit after the point is 1).
     let s = max(1, e - 1);
     let q = (s - 1) >> 5u;
@@ -361,34 +378,37 @@ fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
             window[5 - i] = select((first << b) | (next >> (32u - b)), first, b == 0u);
         }
     }
-    // p = m * window, 245 bits
-    var p = array<u32, 8>();
-    var carry = 0lu;
-    for (var j = 0; j < 6; j = j + 1) {
-        let t = u64(window[j]) * u64(m0) + carry;
-        p[j] = u32(t & 0xfffffffflu);
-        carry = t >> 32u;
-    }
-    p[6] = u32(carry);
-    carry = 0lu;
-    for (var j = 0; j < 6; j = j + 1) {
-        let t = u64(window[j]) * u64(m1) + u64(p[j + 1]) + carry;
-        p[j + 1] = u32(t & 0xfffffffflu);
-        carry = t >> 32u;
-    }
-    p[7] = u32(carry);
+    // p = m * window, 245 bits, in 64-bit limbs P0 .. P3 (least significant first)
+    let w0 = (u64(window[1]) << 32u) | u64(window[0]);
+    let w1 = (u64(window[3]) << 32u) | u64(window[2]);
+    let w2 = (u64(window[5]) << 32u) | u64(window[4]);
+    let t0 = cubert_mul64_wide(m, w0);
+    let t1 = cubert_mul64_wide(m, w1);
+    let t2 = cubert_mul64_wide(m, w2);
+    let big1 = t0.x + t1.y;
+    let big2a = t1.x + select(0lu, 1lu, big1 < t1.y);
+    let big2 = big2a + t2.y;
+    let big3 = t2.x + select(0lu, 1lu, big2 < t2.y);
+    // its 32-bit words 1 .. 7
+    let p1 = u32(t0.y >> 32u);
+    let p2 = u32(big1 & 0xfffffffflu);
+    let p3 = u32(big1 >> 32u);
+    let p4 = u32(big2 & 0xfffffffflu);
+    let p5 = u32(big2 >> 32u);
+    let p6 = u32(big3 & 0xfffffffflu);
+    let p7 = u32(big3 >> 32u);
     // x (2/pi) = p 2^(e - s - 191): the binary point is at bit s + 191 - e of p, which is
     // 190 + offset with 0 <= offset <= 55 (|x| > pi/4 makes e >= -53). Words r1 .. r5
     // of p >> offset, from fixed words of p (no dynamic index: it would put p in memory).
     let offset = u32(s + 1 - e);
     let up = (offset >> 5u) == 1u;
     let bit = offset & 31u;
-    let a1 = select(p[1], p[2], up);
-    let a2 = select(p[2], p[3], up);
-    let a3 = select(p[3], p[4], up);
-    let a4 = select(p[4], p[5], up);
-    let a5 = select(p[5], p[6], up);
-    let a6 = select(p[6], p[7], up);
+    let a1 = select(p1, p2, up);
+    let a2 = select(p2, p3, up);
+    let a3 = select(p3, p4, up);
+    let a4 = select(p4, p5, up);
+    let a5 = select(p5, p6, up);
+    let a6 = select(p6, p7, up);
     let r1 = cubert_funnel_u32(a2, a1, bit);
     let r2 = cubert_funnel_u32(a3, a2, bit);
     let r3 = cubert_funnel_u32(a4, a3, bit);
