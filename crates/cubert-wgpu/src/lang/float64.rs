@@ -551,21 +551,14 @@ fn cubert_sin_f64(x: f64) -> f64 {
         }
         return cubert_k_sin_f64(x, 0.0lf);
     }
+    // quadrant n gives sin, cos, -sin, -cos of the reduced argument; both kernels run
+    // and the result is selected (a switch would run up to four kernels where a
+    // workgroup's arguments fall in every quadrant)
     let r = cubert_rem_pio2_f64(x);
-    switch (r.n & 3) {
-        case 0: {
-            return cubert_k_sin_f64(r.y0, r.y1);
-        }
-        case 1: {
-            return cubert_k_cos_f64(r.y0, r.y1);
-        }
-        case 2: {
-            return -cubert_k_sin_f64(r.y0, r.y1);
-        }
-        default: {
-            return -cubert_k_cos_f64(r.y0, r.y1);
-        }
-    }
+    let s = cubert_k_sin_f64(r.y0, r.y1);
+    let c = cubert_k_cos_f64(r.y0, r.y1);
+    let v = select(s, c, (r.n & 1) == 1);
+    return select(v, -v, (r.n & 2) == 2);
 }";
 
 const COS: &str = r"
@@ -581,21 +574,12 @@ fn cubert_cos_f64(x: f64) -> f64 {
         }
         return cubert_k_cos_f64(x, 0.0lf);
     }
+    // quadrant n gives cos, -sin, -cos, sin of the reduced argument (selected, as in `sin`)
     let r = cubert_rem_pio2_f64(x);
-    switch (r.n & 3) {
-        case 0: {
-            return cubert_k_cos_f64(r.y0, r.y1);
-        }
-        case 1: {
-            return -cubert_k_sin_f64(r.y0, r.y1);
-        }
-        case 2: {
-            return -cubert_k_cos_f64(r.y0, r.y1);
-        }
-        default: {
-            return cubert_k_sin_f64(r.y0, r.y1);
-        }
-    }
+    let s = cubert_k_sin_f64(r.y0, r.y1);
+    let c = cubert_k_cos_f64(r.y0, r.y1);
+    let v = select(c, s, (r.n & 1) == 1);
+    return select(v, -v, ((r.n + 1) & 2) == 2);
 }";
 
 const TAN: &str = r"
