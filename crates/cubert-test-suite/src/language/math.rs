@@ -628,7 +628,8 @@ impl DomainFloat for f64 {
 /// The f64 nearest a multiple of π/2 (6381956970095103 * 2^797).
 const HARDEST_REDUCTION: u64 = 0x7506_ac5b_262c_a1ff;
 
-/// The `f32` arguments nearest a multiple of π/2 (an exhaustive search over every `f32`):
+/// The `f32` arguments nearest a multiple of π/2 (an exhaustive search over every `f32`,
+/// `scripts/math/hardest-f32-reductions.rs`):
 /// x·2/π is within 2^-29 of an integer for the first two, 2^-28 for the next two and 2^-27
 /// for the others; no `f32` comes closer.
 const HARDEST_F32_REDUCTIONS: [u32; 8] = [
