@@ -73,8 +73,6 @@ trait MathFloat: Float {
     fn of(value: f64) -> Self;
     /// The value as `f64`.
     fn wide(self) -> f64;
-    /// How far apart `a` and `b` are, in the type's ulps (NaN equal to NaN).
-    fn ulps(a: Self, b: Self) -> u64;
     /// The values as bytes to upload.
     fn bytes(values: Vec<Self>) -> Bytes;
     /// The values of bytes read back.
@@ -95,20 +93,6 @@ impl MathFloat for f32 {
     fn wide(self) -> f64 {
         f64::from(self)
     }
-    fn ulps(a: Self, b: Self) -> u64 {
-        if a.is_nan() || b.is_nan() {
-            return if a.is_nan() && b.is_nan() {
-                0
-            } else {
-                u64::MAX
-            };
-        }
-        let ordered = |v: f32| {
-            let bits = v.to_bits() as i32;
-            i64::from(if bits < 0 { i32::MIN - bits } else { bits })
-        };
-        ordered(a).abs_diff(ordered(b))
-    }
 }
 
 impl MathFloat for f64 {
@@ -125,20 +109,25 @@ impl MathFloat for f64 {
     fn wide(self) -> f64 {
         self
     }
-    fn ulps(a: Self, b: Self) -> u64 {
-        if a.is_nan() || b.is_nan() {
-            return if a.is_nan() && b.is_nan() {
-                0
-            } else {
-                u64::MAX
-            };
-        }
-        let ordered = |v: f64| {
-            let bits = v.to_bits() as i64;
-            i128::from(if bits < 0 { i64::MIN - bits } else { bits })
-        };
-        u64::try_from(ordered(a).abs_diff(ordered(b))).unwrap_or(u64::MAX)
+}
+
+/// How far apart `a` and `b` are, in ulps of their type (NaN equal to NaN only).
+fn ulps<F: MathFloat>(a: F, b: F) -> u64 {
+    #[allow(clippy::eq_op)] // `x != x` is the NaN test
+    let (a_nan, b_nan) = (a != a, b != b);
+    if a_nan || b_nan {
+        return if a_nan && b_nan { 0 } else { u64::MAX };
     }
+    let sign = 1u64 << (F::ELEM.size() * 8 - 1);
+    let ordered = |v: F| {
+        let bits = v.to_bits();
+        if bits & sign != 0 {
+            -i128::from(bits & !sign)
+        } else {
+            i128::from(bits)
+        }
+    };
+    u64::try_from(ordered(a).abs_diff(ordered(b))).unwrap_or(u64::MAX)
 }
 
 /// Argument `index` of function `function` (and the exponent of `powf`).
@@ -216,7 +205,7 @@ fn measure_type<R: Runtime, F: MathFloat>(
         let wrong = (0..n).step_by(step).find_map(|i| {
             let (v, w) = (F::of(arguments[i].0), F::of(arguments[i].1));
             let want = F::of(reference(function, v.wide(), w.wide()));
-            (F::ulps(got[i], want) > 4).then(|| {
+            (ulps(got[i], want) > 4).then(|| {
                 format!(
                     "{name}({}) = {}, want {} (element {i})",
                     v.wide(),
@@ -253,4 +242,19 @@ fn upload<R: Runtime, F: MathFloat>(
     values: impl Iterator<Item = f64>,
 ) -> CliResult<Handle> {
     Ok(client.create(F::bytes(values.map(F::of).collect()))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ulps;
+
+    #[test]
+    fn ulps_count_representable_values_across_zero_in_both_types() {
+        assert_eq!(ulps(1.0f32, f32::from_bits(1.0f32.to_bits() + 3)), 3);
+        assert_eq!(ulps(-f32::from_bits(1), f32::from_bits(1)), 2);
+        assert_eq!(ulps(-0.0f64, 0.0f64), 0);
+        assert_eq!(ulps(f64::MAX, f64::INFINITY), 1);
+        assert_eq!(ulps(f32::NAN, f32::NAN), 0);
+        assert_eq!(ulps(f64::NAN, 1.0), u64::MAX);
+    }
 }

@@ -480,3 +480,48 @@ fn unsigned(format: Format) -> &'static str {
         Format::F64 => "u64",
     }
 }
+
+/// One float format's transcendental functions in software (`super::float32`,
+/// `super::float64`): each function's WGSL source and the helpers they call.
+pub(super) struct Transcendentals {
+    /// The format the functions take and return.
+    pub(super) format: Format,
+    /// `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`, `tanh`, `erf`, by name; each
+    /// source defines `cubert_<name>_<format>`.
+    pub(super) functions: [(&'static str, &'static str); 9],
+    /// `exp(x) - 1` (`cubert_expm1_<format>`), which `tanh` calls.
+    pub(super) expm1: &'static str,
+    /// Registers what every function calls.
+    pub(super) common: fn(&mut Helpers),
+    /// Registers the pieces of the logarithms.
+    pub(super) log_parts: fn(&mut Helpers),
+    /// Registers the argument reduction and the kernels of `sin`, `cos` and `tan`.
+    pub(super) kernels: fn(&mut Helpers),
+}
+
+impl Transcendentals {
+    /// Registers the helper of function `name` and what it calls; returns its name, or
+    /// `None` for a name that is not one of the functions.
+    pub(super) fn helper(&self, helpers: &mut Helpers, name: &str) -> Option<String> {
+        let (_, source) = self
+            .functions
+            .iter()
+            .find(|(function, _)| *function == name)?;
+        let format = self.format.name();
+        is_nan(helpers, self.format);
+        (self.common)(helpers);
+        match name {
+            "ln" | "log2" | "log10" => (self.log_parts)(helpers),
+            "sin" | "cos" | "tan" => (self.kernels)(helpers),
+            "tanh" => {
+                helpers.add(&format!("cubert_expm1_{format}"), || self.expm1.to_string());
+            }
+            "erf" => {
+                let exp = self.functions[0].1;
+                helpers.add(&format!("cubert_exp_{format}"), || exp.to_string());
+            }
+            _ => {}
+        }
+        Some(helpers.add(&format!("cubert_{name}_{format}"), || source.to_string()))
+    }
+}

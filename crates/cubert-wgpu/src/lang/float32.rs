@@ -34,7 +34,7 @@
 //! corrected by its remainder, computed exactly on 12-bit heads and tails; elsewhere `/`
 //! only computes correction terms.
 
-use super::float::{Format, div, funnel, is_nan, sqrt};
+use super::float::{Format, Transcendentals, div, funnel, is_nan, sqrt};
 use super::helpers::Helpers;
 
 /// Scaling by a power of two and the 12-bit head of a float.
@@ -605,8 +605,9 @@ fn cubert_tanh_f32(x: f32) -> f32 {
         t = 1.0f - cubert_div_near_f32(2.0f, t + 2.0f);
     } else if (w >= 0x39800000u) {
         // |x| <= ln(3) / 2: an odd polynomial, tanh(x) = x + x z P(z) with z = x^2 (a
-        // Chebyshev fit of degree 5, within 4e-9 relative with these f32 coefficients;
-        // msun's expm1 quotients there were 3 ulps off on NVIDIA's driver)
+        // Chebyshev fit of degree 5, within 4e-9 relative with these f32 coefficients:
+        // scripts/math/fit-tanh-f32.py; msun's expm1 quotients there were 3 ulps off on
+        // NVIDIA's driver)
         let z = a * a;
         let p = -3.333333433e-01f + z * (1.333332360e-01f + z * (-5.396473408e-02f
             + z * (2.181879431e-02f + z * (-8.527798578e-03f + z * 2.528539393e-03f))));
@@ -878,48 +879,30 @@ fn cubert_pow_f32(x: f32, y: f32) -> f32 {
     return bitcast<f32>(sign ^ bitcast<u32>(cubert_f32_scale(zz, n)));
 }";
 
+/// The `f32` transcendental functions.
+const TRANSCENDENTALS: Transcendentals = Transcendentals {
+    format: Format::F32,
+    functions: [
+        ("exp", EXP),
+        ("ln", LN),
+        ("log2", LOG2),
+        ("log10", LOG10),
+        ("sin", SIN),
+        ("cos", COS),
+        ("tan", TAN),
+        ("tanh", TANH),
+        ("erf", ERF),
+    ],
+    expm1: EXPM1,
+    common: bits,
+    log_parts,
+    kernels,
+};
+
 /// The `f32` helper of math function `name` (`exp`, `ln`, `log2`, `log10`, `sin`, `cos`,
 /// `tan`, `tanh`, `erf`); returns its name, or `None` for another name.
 pub(super) fn transcendental(helpers: &mut Helpers, name: &str) -> Option<String> {
-    is_nan(helpers, Format::F32);
-    bits(helpers);
-    let source = match name {
-        "exp" => EXP,
-        "ln" => {
-            log_parts(helpers);
-            LN
-        }
-        "log2" => {
-            log_parts(helpers);
-            LOG2
-        }
-        "log10" => {
-            log_parts(helpers);
-            LOG10
-        }
-        "sin" => {
-            kernels(helpers);
-            SIN
-        }
-        "cos" => {
-            kernels(helpers);
-            COS
-        }
-        "tan" => {
-            kernels(helpers);
-            TAN
-        }
-        "tanh" => {
-            helpers.add("cubert_expm1_f32", || EXPM1.to_string());
-            TANH
-        }
-        "erf" => {
-            helpers.add("cubert_exp_f32", || EXP.to_string());
-            ERF
-        }
-        _ => return None,
-    };
-    Some(helpers.add(&format!("cubert_{name}_f32"), || source.to_string()))
+    TRANSCENDENTALS.helper(helpers, name)
 }
 
 /// The `f32` `powf` helper; returns its name.

@@ -25,7 +25,7 @@
 //!   exponent field, and where the result is subnormal scales with one multiplication,
 //!   so it is rounded once.
 
-use super::float::{Format, div, funnel, is_nan, sqrt};
+use super::float::{Format, Transcendentals, div, funnel, is_nan, sqrt};
 use super::helpers::Helpers;
 
 /// The high and low words of an `f64`, an `f64` from its words, and exact scaling by a
@@ -916,48 +916,30 @@ fn cubert_pow_f64(x: f64, y: f64) -> f64 {
     return bitcast<f64>(sign ^ bitcast<u64>(cubert_f64_scale(zz, n)));
 }";
 
+/// The `f64` transcendental functions.
+const TRANSCENDENTALS: Transcendentals = Transcendentals {
+    format: Format::F64,
+    functions: [
+        ("exp", EXP),
+        ("ln", LN),
+        ("log2", LOG2),
+        ("log10", LOG10),
+        ("sin", SIN),
+        ("cos", COS),
+        ("tan", TAN),
+        ("tanh", TANH),
+        ("erf", ERF),
+    ],
+    expm1: EXPM1,
+    common: words,
+    log_parts,
+    kernels,
+};
+
 /// The `f64` helper of math function `name` (`exp`, `ln`, `log2`, `log10`, `sin`, `cos`,
 /// `tan`, `tanh`, `erf`); returns its name, or `None` for another name.
 pub(super) fn transcendental(helpers: &mut Helpers, name: &str) -> Option<String> {
-    is_nan(helpers, Format::F64);
-    words(helpers);
-    let source = match name {
-        "exp" => EXP,
-        "ln" => {
-            log_parts(helpers);
-            LN
-        }
-        "log2" => {
-            log_parts(helpers);
-            LOG2
-        }
-        "log10" => {
-            log_parts(helpers);
-            LOG10
-        }
-        "sin" => {
-            kernels(helpers);
-            SIN
-        }
-        "cos" => {
-            kernels(helpers);
-            COS
-        }
-        "tan" => {
-            kernels(helpers);
-            TAN
-        }
-        "tanh" => {
-            helpers.add("cubert_expm1_f64", || EXPM1.to_string());
-            TANH
-        }
-        "erf" => {
-            helpers.add("cubert_exp_f64", || EXP.to_string());
-            ERF
-        }
-        _ => return None,
-    };
-    Some(helpers.add(&format!("cubert_{name}_f64"), || source.to_string()))
+    TRANSCENDENTALS.helper(helpers, name)
 }
 
 /// The `f64` `powf` helper; returns its name.
