@@ -122,6 +122,7 @@ fn print_wgpu_devices() {
                     if info.software { " (software)" } else { "" },
                     info.driver
                 );
+                outln!("  kernels             {}", info.kernels);
                 if let Some(path) = &info.pipeline_cache {
                     outln!("  pipeline cache      {}", path.display());
                 }

@@ -48,4 +48,8 @@ pub struct WgpuInfo {
     /// The file of the on-disk pipeline cache, where the adapter has one (Vulkan) and the
     /// `[compilation]` disk cache is on.
     pub pipeline_cache: Option<std::path::PathBuf>,
+    /// How kernels reach the driver: `WGSL`, or `strict SPIR-V` with the float modes the
+    /// device keeps (`crate::spirv`), e.g. `strict SPIR-V (NoContraction; subnormals kept:
+    /// f32 f64; signed zeros, infinities, NaNs kept: f32 f64; strict float math)`.
+    pub kernels: String,
 }

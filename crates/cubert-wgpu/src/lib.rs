@@ -19,6 +19,7 @@ mod properties;
 mod readback;
 mod runtime;
 mod server;
+pub mod spirv;
 mod storage;
 mod timestamps;
 

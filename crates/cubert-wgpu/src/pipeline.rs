@@ -14,6 +14,7 @@
 use crate::disk_cache::DiskCache;
 use crate::kernel::WgpuKernel;
 use crate::lang::{WgslTarget, entry_name, generate};
+use crate::spirv::SpirvTarget;
 use cubert_lang::ir::Param;
 use cubert_runtime::backtrace::BackTrace;
 use cubert_runtime::error::CompilationError;
@@ -41,14 +42,18 @@ pub struct Pipeline {
 pub struct PipelineCache {
     pipelines: HashMap<(String, u64, CubeDim, bool, u64), Arc<Pipeline>>,
     disk: Option<DiskCache>,
+    /// Where kernels are handed to the driver as strict SPIR-V rather than WGSL.
+    spirv: Option<SpirvTarget>,
 }
 
 impl PipelineCache {
-    /// An empty cache that builds through `disk` where there is one.
-    pub fn new(disk: Option<DiskCache>) -> Self {
+    /// An empty cache that builds through `disk` where there is one, as strict SPIR-V for
+    /// `spirv` where there is one ([`crate::spirv`]), else as WGSL.
+    pub fn new(disk: Option<DiskCache>, spirv: Option<SpirvTarget>) -> Self {
         Self {
             pipelines: HashMap::new(),
             disk,
+            spirv,
         }
     }
 
@@ -57,6 +62,13 @@ impl PipelineCache {
         if let Some(disk) = &mut self.disk {
             disk.save();
         }
+    }
+
+    /// How kernels reach the driver (`WgpuInfo::kernels`).
+    pub fn kernel_format(&self) -> String {
+        self.spirv
+            .as_ref()
+            .map_or_else(|| "WGSL".to_string(), SpirvTarget::describe)
     }
 
     /// The file of the on-disk cache, if there is one.
@@ -87,7 +99,7 @@ impl PipelineCache {
         }
         let _span = tracing::debug_span!(target: "cubert::compile", "wgsl", kernel = kernel.name(), checked = target.checked).entered();
         let disk = self.disk.as_mut().map(DiskCache::for_new_pipeline);
-        let pipeline = Arc::new(build(device, target, kernel, disk)?);
+        let pipeline = Arc::new(build(device, target, kernel, disk, self.spirv.as_ref())?);
         self.pipelines.insert(key, pipeline.clone());
         Ok(pipeline)
     }
@@ -98,6 +110,7 @@ fn build(
     target: WgslTarget,
     kernel: &WgpuKernel,
     disk: Option<&wgpu::PipelineCache>,
+    spirv: Option<&SpirvTarget>,
 ) -> Result<Pipeline, LaunchError> {
     let ir = kernel.ir();
     let dim = kernel.cube_dim();
@@ -108,7 +121,7 @@ fn build(
             kernel.name()
         ))
     })?;
-    dump(&entry, &source);
+    dump(&format!("{entry}.wgsl"), source.as_bytes());
     let counts_out_of_bounds = source.contains("&cubert_status[0]");
     let compilation_error = |log: String| {
         LaunchError::CompilationError(CompilationError {
@@ -142,10 +155,32 @@ fn build(
         bind_group_layouts: &[Some(&layout)],
         immediate_size: 0,
     });
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(kernel.name()),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
+    let module = match spirv {
+        Some(spirv) => {
+            let words = spirv.compile(&source).map_err(compilation_error)?;
+            dump(&format!("{entry}.spv"), &words_as_bytes(&words));
+            let entry_points = [wgpu::PassthroughShaderEntryPoint {
+                name: entry.as_str().into(),
+                workgroup_size: (dim.x, dim.y, dim.z),
+            }];
+            // SAFETY: the words are naga's SPIR-V of WGSL that naga validated for this
+            // device's features, written with the options wgpu's Vulkan backend uses
+            // (bounds checks included) and only decorated and given execution modes the
+            // device reported (`SpirvTarget`); its bindings are this layout's.
+            unsafe {
+                device.create_shader_module_passthrough(wgpu::ShaderModuleDescriptorPassthrough {
+                    label: Some(kernel.name()),
+                    entry_points: entry_points.as_slice().into(),
+                    spirv: Some(words.into()),
+                    ..Default::default()
+                })
+            }
+        }
+        None => device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(kernel.name()),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        }),
+    };
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(kernel.name()),
         layout: Some(&pipeline_layout),
@@ -178,14 +213,22 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
-/// Writes `source` to `$CUBERT_KERNEL_DUMP/<entry>.wgsl` when the variable is set.
-fn dump(entry: &str, source: &str) {
+/// The bytes of a SPIR-V module (little-endian words, as `spirv-val` reads a file).
+fn words_as_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|word| word.to_le_bytes()).collect()
+}
+
+/// Writes `contents` to `$CUBERT_KERNEL_DUMP/<file>` when the variable is set: each
+/// kernel's WGSL (`<entry>.wgsl`) and, where the device takes strict SPIR-V, its SPIR-V
+/// (`<entry>.spv`).
+fn dump(file: &str, contents: &[u8]) {
     let Some(dir) = std::env::var_os("CUBERT_KERNEL_DUMP") else {
         return;
     };
     let dir = std::path::PathBuf::from(dir);
-    let path = dir.join(format!("{entry}.wgsl"));
-    if let Err(error) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, source)) {
+    let path = dir.join(file);
+    if let Err(error) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, contents))
+    {
         tracing::warn!(
             "CUBERT_KERNEL_DUMP: can't write {}: {error}",
             path.display()

@@ -21,7 +21,14 @@ pub fn wanted_features(adapter: &wgpu::Adapter) -> wgpu::Features {
         | wgpu::Features::SUBGROUP
         | wgpu::Features::PIPELINE_CACHE
         | crate::timestamps::FEATURES;
-    adapter.features() & useful
+    // SPIR-V handed to the driver as it is, where the backend writes it itself (`spirv`:
+    // Vulkan only).
+    let passthrough = if adapter.get_info().backend == wgpu::Backend::Vulkan {
+        wgpu::Features::PASSTHROUGH_SHADERS
+    } else {
+        wgpu::Features::empty()
+    };
+    adapter.features() & (useful | passthrough)
 }
 
 /// The WGSL target of a device with `features` (checked accesses: see [`WgslTarget`]).
@@ -103,9 +110,10 @@ pub fn wgpu_properties(
             peer_to_peer: false,
             collectives: false,
             // WGSL lets the driver contract and reassociate float arithmetic, compute `fma`
-            // unfused (naga's SPIR-V carries no `NoContraction`; lavapipe does all three)
-            // and flush subnormal values. (The transcendental functions are cubert's own,
-            // `lang::float32` and `lang::float64`, within a few ulps of the CPU's.)
+            // unfused and flush subnormal values. The server sets it where its kernels are
+            // strict SPIR-V instead (`spirv::SpirvTarget::strict_float_math`). (The
+            // transcendental functions are cubert's own, `lang::float32` and
+            // `lang::float64`, within a few ulps of the CPU's either way.)
             strict_float_math: false,
             // In software on f64 arithmetic (`lang::float64`), wherever f64 exists.
             f64_transcendentals: supported_types(features).contains(&ElemType::F64),

@@ -160,7 +160,11 @@ impl WgpuServer {
         let limits = adapter.limits();
         let (gpu, queue, device_errors) =
             crate::adapter::open_device(device.index, adapter, features, &limits)?;
+        let spirv = crate::spirv::SpirvTarget::of(adapter, features);
         let mut properties = wgpu_properties(adapter, &limits, features);
+        properties.features.strict_float_math = spirv
+            .as_ref()
+            .is_some_and(crate::spirv::SpirvTarget::strict_float_math);
         if let Some(pitch) = options.pitch_alignment {
             properties.memory.pitch_alignment = pitch.max(1);
         }
@@ -192,7 +196,7 @@ impl WgpuServer {
             features,
             config.compilation.disk_cache_dir().as_deref(),
         );
-        let pipelines = PipelineCache::new(disk);
+        let pipelines = PipelineCache::new(disk, spirv);
         let info = WgpuInfo {
             adapter: adapter_info.name.clone(),
             api: format!("{:?}", adapter_info.backend),
@@ -202,6 +206,7 @@ impl WgpuServer {
             software: adapter_info.device_type == wgpu::DeviceType::Cpu,
             device_count: adapters.len() as u32,
             pipeline_cache: pipelines.disk_path().map(Path::to_path_buf),
+            kernels: pipelines.kernel_format(),
         };
         let status = gpu.create_buffer(&wgpu::BufferDescriptor {
             label: Some("cubert status"),

@@ -1,0 +1,93 @@
+//! The strict SPIR-V of every language test kernel and every standard kernel passes the
+//! Khronos validator (`spirv-val`) for the Vulkan version of device 0: the modules the
+//! backend hands the driver as they are, with no validation on wgpu's side, are valid
+//! SPIR-V, their `NoContraction` decorations and float-control modes included.
+//!
+//! Needs a Vulkan device whose servers take strict SPIR-V (lavapipe will do) and `spirv-val`
+//! (`scripts/setup-vulkan` installs both; `.ci/run` runs this with `--include-ignored`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cubert_runtime::CubeDim;
+use cubert_runtime::elem::ElemType;
+use cubert_runtime::kernel::standard::{self, MatmulTiling, StandardKernel};
+use cubert_runtime::lang::KernelDefinition;
+use cubert_wgpu::lang::{entry_name, generate};
+use cubert_wgpu::spirv::SpirvTarget;
+use std::process::Command;
+
+/// Every kernel to check, with its cube dim.
+fn kernels() -> Vec<(KernelDefinition, (u32, u32, u32))> {
+    let dim = |cube_dim: CubeDim| (cube_dim.x, cube_dim.y, cube_dim.z);
+    let mut all: Vec<_> = cubert_test_suite::language::kernel_definitions()
+        .into_iter()
+        .map(|definition| (definition, (32, 2, 2)))
+        .collect();
+    for kernel in StandardKernel::every() {
+        if let Some((definition, cube_dim)) = standard::definition(kernel).unwrap() {
+            all.push((definition, dim(cube_dim)));
+        }
+    }
+    // The wgpu backend's matmul tiling (`DEFAULT_MATMUL`) and a unit-per-element one.
+    let tilings = [
+        cubert_wgpu::DEFAULT_MATMUL,
+        MatmulTiling::Unit { rows: 8, cols: 4 },
+    ];
+    for elem in [ElemType::F32, ElemType::F64, ElemType::I32] {
+        for (index, tiling) in tilings.into_iter().enumerate() {
+            let name = format!("matmul_{elem}_{index}");
+            let (definition, cube_dim) = standard::matmul_definition(elem, tiling, &name).unwrap();
+            all.push((definition, dim(cube_dim)));
+        }
+    }
+    all
+}
+
+#[test]
+#[ignore = "needs a Vulkan device (lavapipe will do) and spirv-val: scripts/setup-vulkan"]
+fn every_kernel_is_valid_strict_spirv_for_the_device() {
+    let target = SpirvTarget::of_device(0)
+        .expect("device 0 takes no strict SPIR-V: not Vulkan, or no passthrough shaders");
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for (definition, cube_dim) in kernels() {
+        let entry = entry_name(definition.name(), definition.id());
+        let ir = definition.ir().unwrap();
+        for checked_accesses in [false, true] {
+            let wgsl_target = target.wgsl_target(checked_accesses);
+            // Kernels the device can't run (a type or plane operation it lacks) are refused
+            // before any SPIR-V; `wgsl_generate` checks those refusals.
+            let Ok(source) = generate(ir, &entry, cube_dim, &wgsl_target) else {
+                continue;
+            };
+            let words = target
+                .compile(&source)
+                .unwrap_or_else(|error| panic!("{entry}: {error}"));
+            let path = dir.path().join(format!("{entry}_{checked_accesses}.spv"));
+            let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+            std::fs::write(&path, bytes).unwrap();
+            let output = Command::new("spirv-val")
+                .arg("--target-env")
+                .arg(target.vulkan_env())
+                .arg(&path)
+                .output()
+                .expect("spirv-val is not installed: run scripts/setup-vulkan");
+            if !output.status.success() {
+                failures.push(format!(
+                    "{entry} (checked: {checked_accesses}): {}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "only {checked} modules checked");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} modules are invalid:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
