@@ -80,8 +80,9 @@ pub struct Features {
     /// `(a + b) + c` is never reassociated), `mul_add` rounds once, and the transcendental
     /// functions are within 4 ulps of Rust's `std`. False where the shading language lets
     /// the driver contract, reassociate, flush subnormal values and compute `fma` unfused
-    /// (WGSL on wgpu): results then differ from the CPU's in the last bits, and `mul_add`
-    /// may round twice. The transcendental functions are within a few ulps of `std`
+    /// (wgpu on Metal and DX12, and on Vulkan devices that don't keep subnormal values or
+    /// whose `fma` rounds twice, such as lavapipe): results then differ from the CPU's in
+    /// the last bits, and `mul_add` may round twice. The transcendental functions are within a few ulps of `std`
     /// everywhere either way (wgpu computes them in software).
     pub strict_float_math: bool,
     /// Kernels can call the transcendental functions (`exp`, `ln`, `sin`, `powf`, ...) on

@@ -10,7 +10,8 @@
 //! device's float math is not strict (`Features::strict_float_math` false: WGSL lets the
 //! driver contract `a * b + c`, compute `mul_add` unfused and flush subnormal values) the
 //! two float operations that mix a product and a sum may also equal their contracted (or
-//! unfused) form, computed on the host, and a subnormal argument or result of the
+//! unfused) form, computed on the host, a subnormal argument, intermediate product or
+//! result of the exact ones may count as zero, and a subnormal argument or result of the
 //! transcendental ones may count as zero. Plane sums are compared where both devices have
 //! planes of the same size.
 
@@ -277,8 +278,12 @@ pub fn float_operations_agree_exactly_or_within_4_ulps<R: Runtime, D: Runtime>(
                 }
             };
             let (fa, fb) = (flush(a), flush(b));
+            // A device that flushes flushes every operation's subnormal result, the
+            // product of `a * b + a` too where the driver keeps it apart from the sum
+            // (wgpu's strict SPIR-V on NVIDIA's driver: `NoContraction`, no
+            // `DenormPreserve`).
             let flushed = [
-                fa * fb + fa,
+                flush(fa * fb) + fa,
                 fa / fb,
                 fa.abs().sqrt(),
                 fa.mul_add(fb, -fa).min(fb.max(fa)),

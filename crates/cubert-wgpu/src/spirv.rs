@@ -24,8 +24,9 @@
 //! Division, square roots and the transcendental functions never relied on the driver:
 //! the generator computes them on the bits (`lang::float`).
 //!
-//! `CUBERT_WGPU_SPIRV=wgsl` turns this off and hands wgpu WGSL, as before (a diagnostic
-//! switch: a driver that mishandles the markings is then easy to tell apart).
+//! Two diagnostic switches tell a driver's doing from the markings':
+//! `CUBERT_WGPU_SPIRV=wgsl` hands wgpu WGSL, as before, and `CUBERT_WGPU_SPIRV=unmarked`
+//! hands the driver the same SPIR-V without the markings (what wgpu would have made).
 
 use ash::vk;
 
@@ -69,6 +70,8 @@ pub struct SpirvTarget {
     special_widths: Vec<u32>,
     /// Every float width kernels may use has both modes, and `fma` rounds once.
     strict: bool,
+    /// The markings are added (false only with `CUBERT_WGPU_SPIRV=unmarked`).
+    marked: bool,
     /// The device's wgpu features (naga's validation capabilities come from them).
     features: wgpu::Features,
     downlevel: wgpu::DownlevelFlags,
@@ -160,7 +163,8 @@ impl SpirvTarget {
             })
             .collect();
         let fused_fma = !capabilities.is_driver(vk::DriverId::MESA_LLVMPIPE);
-        let strict = fused_fma && denorm_widths == widths && special_widths == widths;
+        let marked = std::env::var("CUBERT_WGPU_SPIRV").map_or(true, |value| value != "unmarked");
+        let strict = marked && fused_fma && denorm_widths == widths && special_widths == widths;
         let lang_version = match api {
             v if v >= vk::API_VERSION_1_3 => (1, 6),
             v if v >= vk::API_VERSION_1_2 => (1, 5),
@@ -175,6 +179,7 @@ impl SpirvTarget {
             denorm_widths,
             special_widths,
             strict,
+            marked,
             features,
             downlevel: adapter.get_downlevel_capabilities().flags,
         })
@@ -212,6 +217,12 @@ impl SpirvTarget {
 
     /// What the target marks, in words (`WgpuInfo::kernels`, shown by `cubert info`).
     pub fn describe(&self) -> String {
+        if !self.marked {
+            return format!(
+                "SPIR-V {}.{} without markings (CUBERT_WGPU_SPIRV=unmarked)",
+                self.lang_version.0, self.lang_version.1
+            );
+        }
         let widths = |widths: &[u32]| {
             if widths.is_empty() {
                 "none".to_string()
@@ -279,6 +290,9 @@ impl SpirvTarget {
         };
         let words = spv::write_vec(&module, &info, &options, None)
             .map_err(|error| format!("naga can't write the kernel as SPIR-V: {error}"))?;
+        if !self.marked {
+            return Ok(words);
+        }
         harden(
             &words,
             &self.denorm_widths,
