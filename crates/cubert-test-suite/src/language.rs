@@ -227,6 +227,37 @@ pub fn is_subnormal<T: Scalar>(value: T) -> bool {
     bits & exponent == 0 && bits & mantissa != 0
 }
 
+/// Whether `value` is the smallest normal of its float type, either sign: a result that
+/// rounds to it may be tiny before rounding, and a device that flushes tiny results (to
+/// zero, before rounding, as GPUs do) returns a zero there.
+pub fn is_smallest_normal<T: Scalar>(value: T) -> bool {
+    let magnitude = match T::ELEM {
+        ElemType::F16 => value.to_bits() & 0x7fff,
+        ElemType::BF16 => value.to_bits() & 0x7fff,
+        ElemType::F32 => value.to_bits() & 0x7fff_ffff,
+        ElemType::F64 => value.to_bits() & 0x7fff_ffff_ffff_ffff,
+        _ => return false,
+    };
+    let smallest = match T::ELEM {
+        ElemType::F16 => 0x0400,
+        ElemType::BF16 => 0x0080,
+        ElemType::F32 => 0x0080_0000,
+        _ => 0x0010_0000_0000_0000,
+    };
+    magnitude == smallest
+}
+
+/// Whether `value` is a zero with the sign of `of` (both of a float type).
+pub fn is_zero_signed_as<T: Scalar>(value: T, of: T) -> bool {
+    let sign: u64 = match T::ELEM {
+        ElemType::F16 | ElemType::BF16 => 0x8000,
+        ElemType::F32 => 0x8000_0000,
+        ElemType::F64 => 0x8000_0000_0000_0000,
+        _ => return false,
+    };
+    value.to_bits() & !sign == 0 && value.to_bits() & sign == of.to_bits() & sign
+}
+
 /// Asserts `got[i]` matches `want[i]` under `matches` for every `i`; the message names
 /// `what` and the first mismatches with their inputs (outputs laid out `out[i * k + j]`
 /// for input `i`).
@@ -262,4 +293,31 @@ fn assert_each<T: Debug, I: Debug>(
 /// [`assert_each`] with [`same`].
 fn assert_same<T: Scalar, I: Debug>(what: &str, inputs: &[I], got: &[T], want: &[T]) {
     assert_each(what, inputs, got, want, |g, w| same(*g, *w));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    #[test]
+    fn the_smallest_normal_and_signed_zeros_are_told_apart_per_type() {
+        assert!(is_smallest_normal(f32::MIN_POSITIVE) && is_smallest_normal(-f32::MIN_POSITIVE));
+        assert!(is_smallest_normal(f64::MIN_POSITIVE) && is_smallest_normal(f16::MIN_POSITIVE));
+        assert!(is_smallest_normal(bf16::MIN_POSITIVE));
+        for not in [
+            0.0f32,
+            f32::MIN_POSITIVE * 2.0,
+            f32::from_bits(0x007f_ffff),
+            1.0,
+        ] {
+            assert!(!is_smallest_normal(not), "{not:e}");
+        }
+        assert!(!is_smallest_normal(1u32 << 23), "integers are no floats");
+        assert!(is_zero_signed_as(0.0f32, f32::MIN_POSITIVE));
+        assert!(is_zero_signed_as(-0.0f32, -f32::MIN_POSITIVE));
+        assert!(!is_zero_signed_as(-0.0f32, f32::MIN_POSITIVE));
+        assert!(!is_zero_signed_as(f32::from_bits(1), f32::MIN_POSITIVE));
+        assert!(is_zero_signed_as(-0.0f64, -1.0f64));
+    }
 }
