@@ -1,5 +1,6 @@
 //! The wgpu backend of cubert: Vulkan, Metal, DX12 devices through the `wgpu` crate,
-//! running kernels of the cubert kernel language printed as WGSL.
+//! running kernels of the cubert kernel language printed as WGSL (on Vulkan, compiled
+//! here to SPIR-V whose float operations the driver may not rewrite: [`spirv`]).
 //!
 //! Devices are wgpu's adapters ([`adapters`], hardware first). Each server pools wgpu
 //! buffers through the runtime's memory manager, records launches into a command encoder
