@@ -160,7 +160,7 @@ impl WgpuServer {
         let limits = adapter.limits();
         let (gpu, queue, device_errors) =
             crate::adapter::open_device(device.index, adapter, features, &limits)?;
-        let spirv = crate::spirv::SpirvTarget::of(adapter, features);
+        let spirv = crate::spirv::SpirvTarget::of(adapter, features, config.wgpu.kernels);
         let mut properties = wgpu_properties(adapter, &limits, features);
         properties.features.strict_float_math = spirv
             .as_ref()

@@ -24,11 +24,12 @@
 //! Division, square roots and the transcendental functions never relied on the driver:
 //! the generator computes them on the bits (`lang::float`).
 //!
-//! Two diagnostic switches tell a driver's doing from the markings':
-//! `CUBERT_WGPU_SPIRV=wgsl` hands wgpu WGSL, as before, and `CUBERT_WGPU_SPIRV=unmarked`
-//! hands the driver the same SPIR-V without the markings (what wgpu would have made).
+//! `[wgpu] kernels` (`CUBERT_WGPU_KERNELS`) tells a driver's doing from the markings':
+//! `wgsl` hands wgpu WGSL, as before, and `spirv` hands the driver the same SPIR-V without
+//! the markings (what wgpu would have made); `strict_spirv` is the default.
 
 use ash::vk;
+use cubert_runtime::config::WgpuKernels;
 
 /// SPIR-V opcodes and operands this module reads or writes (SPIR-V specification, 3.x).
 mod op {
@@ -70,7 +71,7 @@ pub struct SpirvTarget {
     special_widths: Vec<u32>,
     /// Every float width kernels may use has both modes, and `fma` rounds once.
     strict: bool,
-    /// The markings are added (false only with `CUBERT_WGPU_SPIRV=unmarked`).
+    /// The markings are added (false only with `[wgpu] kernels = "spirv"`).
     marked: bool,
     /// The device's wgpu features (naga's validation capabilities come from them).
     features: wgpu::Features,
@@ -78,12 +79,15 @@ pub struct SpirvTarget {
 }
 
 impl SpirvTarget {
-    /// The target of `adapter`'s device opened with `features`, or `None` where kernels
-    /// stay WGSL: not Vulkan, no passthrough shaders, or `CUBERT_WGPU_SPIRV=wgsl`.
-    pub fn of(adapter: &wgpu::Adapter, features: wgpu::Features) -> Option<Self> {
-        if !features.contains(wgpu::Features::PASSTHROUGH_SHADERS)
-            || std::env::var("CUBERT_WGPU_SPIRV").is_ok_and(|value| value == "wgsl")
-        {
+    /// The target of `adapter`'s device opened with `features`, for `kernels` (`[wgpu]
+    /// kernels`), or `None` where kernels stay WGSL: not Vulkan, no passthrough shaders, or
+    /// `kernels = "wgsl"`.
+    pub fn of(
+        adapter: &wgpu::Adapter,
+        features: wgpu::Features,
+        kernels: WgpuKernels,
+    ) -> Option<Self> {
+        if !features.contains(wgpu::Features::PASSTHROUGH_SHADERS) || kernels == WgpuKernels::Wgsl {
             return None;
         }
         // SAFETY: the guard borrows the adapter's Vulkan objects only to read properties
@@ -163,7 +167,7 @@ impl SpirvTarget {
             })
             .collect();
         let fused_fma = !capabilities.is_driver(vk::DriverId::MESA_LLVMPIPE);
-        let marked = std::env::var("CUBERT_WGPU_SPIRV").map_or(true, |value| value != "unmarked");
+        let marked = kernels == WgpuKernels::StrictSpirv;
         let strict = marked && fused_fma && denorm_widths == widths && special_widths == widths;
         let lang_version = match api {
             v if v >= vk::API_VERSION_1_3 => (1, 6),
@@ -185,11 +189,16 @@ impl SpirvTarget {
         })
     }
 
-    /// The target of wgpu device `index` ([`crate::adapters`]) as its servers use it, or
-    /// `None` where its kernels stay WGSL (see [`Self::of`]).
+    /// The target of wgpu device `index` ([`crate::adapters`]) as its servers use it with
+    /// the process's configuration, or `None` where its kernels stay WGSL (see
+    /// [`Self::of`]).
     pub fn of_device(index: u32) -> Option<Self> {
         let adapter = crate::adapters().get(index as usize)?;
-        Self::of(adapter, crate::properties::wanted_features(adapter))
+        Self::of(
+            adapter,
+            crate::properties::wanted_features(adapter),
+            cubert_runtime::config::global_config().wgpu.kernels,
+        )
     }
 
     /// The WGSL target of the same device, whose output [`Self::compile`] takes: the
@@ -219,7 +228,7 @@ impl SpirvTarget {
     pub fn describe(&self) -> String {
         if !self.marked {
             return format!(
-                "SPIR-V {}.{} without markings (CUBERT_WGPU_SPIRV=unmarked)",
+                "SPIR-V {}.{} without markings ([wgpu] kernels = \"spirv\")",
                 self.lang_version.0, self.lang_version.1
             );
         }

@@ -5,7 +5,7 @@
 //!   the driver as they are, with no validation on wgpu's side, are valid SPIR-V, their
 //!   `NoContraction` decorations and float-control modes included;
 //! - the driver keeps `a * b + c` two roundings apart. NVIDIA's driver fuses them without
-//!   the decorations (`CUBERT_WGPU_SPIRV=unmarked` makes this test fail there); lavapipe
+//!   the decorations (`CUBERT_WGPU_KERNELS=spirv` makes this test fail there); lavapipe
 //!   computes a fused multiply-add as a product and a sum, so there it holds either way.
 //!
 //! Needs a Vulkan device whose servers take strict SPIR-V (lavapipe will do) and `spirv-val`

@@ -43,6 +43,9 @@
 //! peer_copy = true             # to_client GPU to GPU directly (false: through the host)
 //! copy_threads = 0             # threads staging pageable uploads; 0 = one per core, <= 8
 //!
+//! [wgpu]
+//! kernels = "strict_spirv"     # strict_spirv (Vulkan; WGSL elsewhere) | spirv | wgsl
+//!
 //! [profiling]
 //! level = "disabled"           # disabled | execution-only | basic | full
 //! output = "stdout"            # stdout | stderr | a file path
@@ -74,7 +77,7 @@ pub use load::{
 pub use schema::{
     AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
     CudaConfig, DeviceHandleMode, LogOutput, LoggingConfig, MAX_STREAMS, MemoryConfig,
-    ProfileLevel, ProfilingConfig, RuntimeConfig,
+    ProfileLevel, ProfilingConfig, RuntimeConfig, WgpuConfig, WgpuKernels,
 };
 pub(crate) use section::{ApplyKey, Section, settings};
 pub use values::parse_bytes;

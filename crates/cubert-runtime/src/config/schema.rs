@@ -281,6 +281,34 @@ impl Default for CompilationConfig {
     }
 }
 
+/// What the wgpu backend hands a Vulkan driver (`[wgpu] kernels`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WgpuKernels {
+    /// SPIR-V compiled by the backend with every float operation marked `NoContraction`
+    /// and the device's float controls declared (where wgpu takes SPIR-V as it is: Vulkan);
+    /// WGSL elsewhere.
+    #[default]
+    StrictSpirv,
+    /// The same SPIR-V without the markings: what wgpu would make of the WGSL (a
+    /// diagnostic: the driver may fuse and reassociate again).
+    Spirv,
+    /// WGSL, compiled by wgpu.
+    Wgsl,
+}
+
+settings! {
+    keys:
+    /// `[wgpu]`: the wgpu backend.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct WgpuConfig {
+        /// `strict_spirv` (the default), `spirv` or `wgsl`: see [`WgpuKernels`].
+        #[serde(deserialize_with = "values::choice")]
+        pub kernels: WgpuKernels,
+    }
+}
+
 /// How hard the autotuner searches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -354,6 +382,8 @@ settings! {
         pub cpu: CpuConfig,
         /// `[cuda]`.
         pub cuda: CudaConfig,
+        /// `[wgpu]`.
+        pub wgpu: WgpuConfig,
         /// `[profiling]`.
         pub profiling: ProfilingConfig,
         /// `[logging]`.
@@ -481,6 +511,7 @@ mod tests {
                 "memory",
                 "cpu",
                 "cuda",
+                "wgpu",
                 "profiling",
                 "logging",
                 "compilation",
@@ -523,6 +554,7 @@ mod tests {
             ("cuda", "pitch_alignment", 256.into()),
             ("cuda", "peer_copy", false.into()),
             ("cuda", "copy_threads", 4.into()),
+            ("wgpu", "kernels", "wgsl".into()),
             ("profiling", "level", "execution_only".into()),
             ("profiling", "output", "profile.txt".into()),
             ("profiling", "trace_file", "trace.json".into()),
