@@ -127,6 +127,22 @@ fn apply_file(loaded: &mut LoadedConfig, path: &Path) {
     }
 }
 
+/// `CUBERT_*` variables that are read where they act, not settings: the kernel dump
+/// (`CUBERT_KERNEL_DUMP=dir`, every generated kernel's source written to `dir`) and the
+/// knobs of the test suites (how far a sweep or a model-based test goes, and the markers a
+/// test sets for the child process it starts).
+pub const DIAGNOSTIC_VARIABLES: [&str; 9] = [
+    "CUBERT_KERNEL_DUMP",
+    "CUBERT_F32_STRIDE",
+    "CUBERT_F32_OFFSET",
+    "CUBERT_LEAK_CYCLES",
+    "CUBERT_MODEL_SEED",
+    "CUBERT_OOM_MODEL_OPERATIONS",
+    "CUBERT_TEST_CACHE_CHILD",
+    "CUBERT_TEST_CACHE_TAG",
+    "CUBERT_TEST_FAULT_CHILD",
+];
+
 fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
     for (name, raw) in env {
         let Some(rest) = name.strip_prefix("CUBERT_") else {
@@ -134,7 +150,10 @@ fn apply_env(loaded: &mut LoadedConfig, env: &[(String, String)]) {
         };
         // CUBERT_CONFIG names the file; the launcher's variables (CUBERT_RANK...) describe
         // a process group, not settings.
-        if rest == "CONFIG" || crate::distributed::LAUNCH_VARIABLES.contains(&name.as_str()) {
+        if rest == "CONFIG"
+            || crate::distributed::LAUNCH_VARIABLES.contains(&name.as_str())
+            || DIAGNOSTIC_VARIABLES.contains(&name.as_str())
+        {
             continue;
         }
         let rest = rest.to_ascii_lowercase();
@@ -382,6 +401,22 @@ mod tests {
         let loaded = load_config_from(root.path(), env);
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.config, CubertConfig::default());
+    }
+
+    #[test]
+    fn diagnostic_variables_are_not_settings() {
+        let root = tempfile::tempdir().unwrap();
+        let env: Vec<(String, String)> = DIAGNOSTIC_VARIABLES
+            .iter()
+            .map(|name| (name.to_string(), "7".to_string()))
+            .collect();
+        let loaded = load_config_from(root.path(), env);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config, CubertConfig::default());
+        // A misspelling of one is still named.
+        let env = vec![("CUBERT_KERNEL_DUMPS".to_string(), "/tmp".to_string())];
+        let loaded = load_config_from(root.path(), env);
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
     }
 
     #[test]

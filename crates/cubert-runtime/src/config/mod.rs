@@ -71,8 +71,8 @@ mod section;
 pub(crate) mod values;
 
 pub use load::{
-    CONFIG_FILE_NAME, LoadedConfig, find_config_file, global_config, load_config, load_config_from,
-    report_warnings, set_global_config,
+    CONFIG_FILE_NAME, DIAGNOSTIC_VARIABLES, LoadedConfig, find_config_file, global_config,
+    load_config, load_config_from, report_warnings, set_global_config,
 };
 pub use schema::{
     AutotuneConfig, AutotuneLevel, BoundsCheckMode, CompilationConfig, CpuConfig, CubertConfig,
