@@ -28,7 +28,6 @@
 //! `wgsl` hands wgpu WGSL, as before, and `spirv` hands the driver the same SPIR-V without
 //! the markings (what wgpu would have made); `strict_spirv` is the default.
 
-use ash::vk;
 use cubert_runtime::config::WgpuKernels;
 
 /// SPIR-V opcodes and operands this module reads or writes (SPIR-V specification, 3.x).
@@ -90,6 +89,23 @@ impl SpirvTarget {
         if !features.contains(wgpu::Features::PASSTHROUGH_SHADERS) || kernels == WgpuKernels::Wgsl {
             return None;
         }
+        Self::of_vulkan(adapter, features, kernels)
+    }
+
+    /// [`Self::of`] past its checks, where wgpu has a Vulkan backend (wgpu's own list of
+    /// native Vulkan platforms): reads the device's properties through wgpu's hal.
+    #[cfg(any(
+        windows,
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd"
+    ))]
+    fn of_vulkan(
+        adapter: &wgpu::Adapter,
+        features: wgpu::Features,
+        kernels: WgpuKernels,
+    ) -> Option<Self> {
+        use ash::vk;
         // SAFETY: the guard borrows the adapter's Vulkan objects only to read properties
         // and features of its physical device; nothing is created or destroyed, and the
         // guard is dropped before this function returns.
@@ -187,6 +203,21 @@ impl SpirvTarget {
             features,
             downlevel: adapter.get_downlevel_capabilities().flags,
         })
+    }
+
+    /// Elsewhere (Apple's and WebAssembly's targets) kernels stay WGSL.
+    #[cfg(not(any(
+        windows,
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd"
+    )))]
+    fn of_vulkan(
+        _adapter: &wgpu::Adapter,
+        _features: wgpu::Features,
+        _kernels: WgpuKernels,
+    ) -> Option<Self> {
+        None
     }
 
     /// The target of wgpu device `index` ([`crate::adapters`]) as its servers use it with
