@@ -1,4 +1,5 @@
-//! Compute pipelines: a kernel's WGSL compiled for one device, cached by specialization (its
+//! Compute pipelines: a kernel's WGSL compiled for one device (on Vulkan through the
+//! backend's own strict SPIR-V, [`crate::spirv`]), cached by specialization (its
 //! id and a hash of its IR: two definitions may share an id), cube dim, execution mode and
 //! the arrays printed as `vec4` lines (`lang::vector`).
 //!
@@ -9,7 +10,8 @@
 //! Pipelines are built through the adapter's on-disk cache where it has one
 //! ([`DiskCache`]), so a later process skips the driver's compile.
 //! Shader and pipeline creation run inside a validation error scope, so WGSL the adapter
-//! refuses is a [`LaunchError::CompilationError`] naming the kernel, never a panic.
+//! refuses (or naga can't write as SPIR-V) is a [`LaunchError::CompilationError`] naming
+//! the kernel, never a panic.
 
 use crate::disk_cache::DiskCache;
 use crate::kernel::WgpuKernel;
