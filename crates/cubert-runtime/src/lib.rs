@@ -51,6 +51,7 @@ pub mod spin;
 pub mod storage;
 pub mod stream;
 pub mod thread_role;
+mod tracing_gate;
 pub mod tune;
 
 pub use bytes::{AllocationProperty, Bytes};

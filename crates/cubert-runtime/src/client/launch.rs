@@ -112,13 +112,15 @@ impl<R: Runtime> ComputeClient<R> {
         arguments: KernelArguments,
         mode: ExecutionMode,
     ) -> Result<(), LaunchError> {
-        let _span = tracing::debug_span!(
-            target: "cubert::launch",
-            "launch",
-            kernel = kernel.name(),
-            cubes = ?count
-        )
-        .entered();
+        let _span = crate::tracing_gate::listened(log::Level::Debug).then(|| {
+            tracing::debug_span!(
+                target: "cubert::launch",
+                "launch",
+                kernel = kernel.name(),
+                cubes = ?count
+            )
+            .entered()
+        });
         self.validate_launch(&kernel, &count, &arguments)?;
         if count.is_empty() {
             return Ok(());
@@ -437,6 +439,8 @@ impl<R: Runtime> ComputeClient<R> {
 
 /// The span of a launch on the device's runner (where the backend queues or, on the CPU,
 /// runs it), next to the caller's `launch` span.
-fn execute_span<K: KernelMetadata>(kernel: &K) -> tracing::span::EnteredSpan {
-    tracing::trace_span!(target: "cubert::launch", "execute", kernel = kernel.name()).entered()
+fn execute_span<K: KernelMetadata>(kernel: &K) -> Option<tracing::span::EnteredSpan> {
+    crate::tracing_gate::listened(log::Level::Trace).then(|| {
+        tracing::trace_span!(target: "cubert::launch", "execute", kernel = kernel.name()).entered()
+    })
 }

@@ -125,7 +125,8 @@ impl<S: ComputeStorage> DeviceMemory<S> {
         ordering: &mut O,
         when_full: impl FnOnce(&mut O) -> bool,
     ) -> Result<Allocation, IoError> {
-        let _span = tracing::trace_span!(target: "cubert::memory", "allocate", size).entered();
+        let _span = crate::tracing_gate::listened(log::Level::Trace)
+            .then(|| tracing::trace_span!(target: "cubert::memory", "allocate", size).entered());
         if self.manager.take_early_release(id) {
             return Ok(Allocation::ReleasedEarly);
         }
