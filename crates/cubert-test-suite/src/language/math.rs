@@ -894,9 +894,20 @@ const SWEEP_EXPONENTS: [f32; 12] = [
 /// of results, under WebGPU's default limit of a storage binding (128 MiB).
 const SWEEP_CHUNK: u64 = 1 << 21;
 
-/// Every `stride`-th `f32` bit pattern from `offset` (`CUBERT_F32_STRIDE`, default 4099:
-/// about a million; `CUBERT_F32_OFFSET`, default 0: stride 2 with offsets 0 and 1 sweeps
-/// all 2^32 in two runs) through `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`,
+/// A `u32` environment variable in decimal or, after `0x`, hexadecimal.
+fn env_u32(name: &str) -> Option<u32> {
+    let value = std::env::var(name).ok()?;
+    match value.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => value.parse().ok(),
+    }
+}
+
+/// Every `stride`-th `f32` bit pattern from `first + offset` to `last`
+/// (`CUBERT_F32_STRIDE`, default 4099: about a million; `CUBERT_F32_OFFSET`, default 0:
+/// stride 2 with offsets 0 and 1 sweeps all 2^32 in two runs; `CUBERT_F32_FIRST` and
+/// `CUBERT_F32_LAST`, bit patterns in decimal or `0x` hex, default all of them: one
+/// function's range, densely) through `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan`,
 /// `tanh`, `erf` and `powf` (with one of twelve exponents from -13 to 31, picked by the
 /// argument's bits), each result judged as in
 /// [`float_functions_hold_over_their_whole_domain`]; prints the largest error of each
@@ -912,9 +923,15 @@ pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
         % stride;
+    let first = u64::from(env_u32("CUBERT_F32_FIRST").unwrap_or(0)) + offset;
+    let last = u64::from(env_u32("CUBERT_F32_LAST").unwrap_or(u32::MAX));
+    assert!(
+        first <= last,
+        "CUBERT_F32_FIRST + offset is past CUBERT_F32_LAST"
+    );
     let client = client::<B>();
     let flushes = !client.properties().features.strict_float_math;
-    let total = ((1u64 << 32) - offset).div_ceil(stride);
+    let total = (last - first) / stride + 1;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut worst = [(0u128, 0u32); 10];
     let mut wrong: Vec<String> = Vec::new();
@@ -923,7 +940,7 @@ pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
     while start < total {
         let n = SWEEP_CHUNK.min(total - start);
         let xs: Vec<f32> = (start..start + n)
-            .map(|i| f32::from_bits((i * stride + offset) as u32))
+            .map(|i| f32::from_bits((first + i * stride) as u32))
             .collect();
         let ys: Vec<f32> = xs
             .iter()
@@ -977,7 +994,8 @@ pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
         .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at:#010x})"))
         .collect();
     eprintln!(
-        "{total} f32 arguments (every {stride}th from {offset}), largest errors in ulps: {}",
+        "{total} f32 arguments (every {stride}th from {first:#010x} to {last:#010x}), \
+         largest errors in ulps: {}",
         worst.join(", ")
     );
     wrong.truncate(40);
