@@ -421,6 +421,7 @@ macro_rules! __for_each_suite_test {
             }
             language {
                 f32_functions_hold_for_every_f32,
+                f64_functions_hold_where_the_float_reduction_runs,
             }
             leaks {
                 ten_million_alloc_free_cycles_return_usage_to_baseline,

@@ -131,12 +131,13 @@ fn apply_file(loaded: &mut LoadedConfig, path: &Path) {
 /// (`CUBERT_KERNEL_DUMP=dir`, every generated kernel's source written to `dir`) and the
 /// knobs of the test suites (how far a sweep or a model-based test goes, and the markers a
 /// test sets for the child process it starts).
-pub const DIAGNOSTIC_VARIABLES: [&str; 11] = [
+pub const DIAGNOSTIC_VARIABLES: [&str; 12] = [
     "CUBERT_KERNEL_DUMP",
     "CUBERT_F32_STRIDE",
     "CUBERT_F32_OFFSET",
     "CUBERT_F32_FIRST",
     "CUBERT_F32_LAST",
+    "CUBERT_F64_COUNT",
     "CUBERT_LEAK_CYCLES",
     "CUBERT_MODEL_SEED",
     "CUBERT_OOM_MODEL_OPERATIONS",

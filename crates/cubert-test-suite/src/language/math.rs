@@ -543,6 +543,17 @@ impl DomainFloat for f64 {
             let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
             x.extend([multiple, -multiple, multiple * (1.0 + 1e-15)]);
         }
+        // Next to multiples of π/2 up to 2^20 π/2, where the float reduction cancels most
+        // and takes its second and third steps (204,551 π/2 is the nearest of them all).
+        for n in [
+            17u32, 100, 1_000, 4_096, 12_345, 65_535, 204_551, 524_289, 1_048_575,
+        ] {
+            let multiple = f64::from(n) * std::f64::consts::FRAC_PI_2;
+            for step in [-1i64, 0, 1] {
+                let near = f64::from_bits(multiple.to_bits().wrapping_add_signed(step));
+                x.extend([near, -near]);
+            }
+        }
         x.extend(domain_arguments(11, 52, 5).into_iter().map(f64::from_bits));
         x.extend((0..160).map(|step| -8.0 + f64::from(step) * 0.1003));
         x.extend((0..64).map(|step| -745.0 + f64::from(step) * 22.9));
@@ -1003,6 +1014,94 @@ pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
         wrong_count == 0,
         "{wrong_count} of {} results wrong:\n{}",
         total * 10,
+        wrong.join("\n")
+    );
+}
+
+/// `sin`, `cos` and `tan` of `f64` (and the other functions, at the same arguments) hold
+/// where the float argument reduction runs and just past it: `CUBERT_F64_COUNT` arguments
+/// (default 2^22) from a fixed seed, both signs, a third of them log-uniform from π/4 to
+/// 2^21 π/2, a third uniform over that range, a third within two ulps of a multiple of
+/// π/2 there (where the reduction cancels most), each judged as in
+/// [`float_functions_hold_over_their_whole_domain`]. Skipped where the device has no
+/// `f64` transcendental functions.
+pub fn f64_functions_hold_where_the_float_reduction_runs<B: TestBackend>() {
+    let client = client::<B>();
+    let features = &client.properties().features;
+    if !(features.f64_transcendentals && features.types.contains(&ElemType::F64)) {
+        eprintln!("no f64 transcendental functions on this device: nothing to check");
+        return;
+    }
+    let flushes = !features.strict_float_math;
+    let count: u64 = std::env::var("CUBERT_F64_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 22);
+    let top = f64::from(1u32 << 21) * std::f64::consts::FRAC_PI_2;
+    let bottom = std::f64::consts::FRAC_PI_4;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut unit = move || (next() >> 11) as f64 / (1u64 << 53) as f64;
+    let mut worst = [(0u128, 0.0f64); 10];
+    let mut wrong: Vec<String> = Vec::new();
+    let mut wrong_count = 0u64;
+    let mut done = 0u64;
+    // 80 MiB of results per launch, under WebGPU's default storage binding limit.
+    let chunk = 1u64 << 20;
+    while done < count {
+        let n = chunk.min(count - done);
+        let xs: Vec<f64> = (done..done + n)
+            .map(|i| {
+                let magnitude = match i % 3 {
+                    0 => bottom * (top / bottom).powf(unit()),
+                    1 => bottom + (top - bottom) * unit(),
+                    _ => {
+                        let multiple = (unit() * f64::from(1u32 << 21)).floor().max(1.0)
+                            * std::f64::consts::FRAC_PI_2;
+                        let step = (unit() * 5.0) as i64 - 2;
+                        f64::from_bits(multiple.to_bits().wrapping_add_signed(step))
+                    }
+                };
+                if unit() < 0.5 { -magnitude } else { magnitude }
+            })
+            .collect();
+        let ys = vec![2.0f64; xs.len()];
+        let got = run_float_functions::<B, f64>(&client, &xs, &ys);
+        for (i, &v) in xs.iter().enumerate() {
+            for (k, want) in f64::results(v, 2.0).into_iter().enumerate() {
+                let g = got[i * 10 + k];
+                let verdict = judge(v, 2.0, k, g, want, flushes);
+                if verdict.ulps > worst[k].0 {
+                    worst[k] = (verdict.ulps, v);
+                }
+                if !verdict.holds {
+                    wrong_count += 1;
+                    if wrong.len() < 40 {
+                        wrong.push(describe(v, 2.0, k, g, want, verdict.ulps));
+                    }
+                }
+            }
+        }
+        done += n;
+    }
+    let worst: Vec<String> = FUNCTIONS
+        .iter()
+        .zip(worst)
+        .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at:e})"))
+        .collect();
+    eprintln!(
+        "{count} f64 arguments from pi/4 to 2^21 pi/2, largest errors in ulps: {}",
+        worst.join(", ")
+    );
+    assert!(
+        wrong_count == 0,
+        "{wrong_count} of {} results wrong:\n{}",
+        count * 10,
         wrong.join("\n")
     );
 }

@@ -10,17 +10,21 @@
 //! The algorithms and coefficients are those of FreeBSD's msun (Sun Microsystems, 1993,
 //! freely redistributable; the same ones the `libm` crate ports): `e_exp.c`, `e_log.c`,
 //! `e_log2.c`, `e_log10.c`, `k_sin.c`, `k_cos.c`, `k_tan.c`, `s_expm1.c`, `s_tanh.c`,
-//! `s_erf.c` and `e_pow.c`. Two parts are cubert's own, because a WGSL driver may
-//! reassociate and contract float arithmetic (Mesa's do), which breaks the exact
+//! `s_erf.c` and `e_pow.c`. Two parts are cubert's own, or partly so, because a WGSL
+//! driver may reassociate and contract float arithmetic, which would break the exact
 //! float tricks msun uses there:
 //!
-//! - **Argument reduction of `sin`, `cos` and `tan`** is done on integers for every
-//!   argument past π/4: the argument's 53-bit significand times a 192-bit window of 2/π's
-//!   bits (from a 1184-bit table), the quadrant and a 128-bit fraction read off the
+//! - **Argument reduction of `sin`, `cos` and `tan`** from 2^20 π/2 (about 1.6e6) on
+//!   is done on integers: the argument's 53-bit significand times a 192-bit window of
+//!   2/π's bits (from a 1184-bit table), the quadrant and a 128-bit fraction read off the
 //!   product, and the fraction times π/2 in 128-bit fixed point, turned into `y0 + y1`
-//!   on the bits. The result is exact to about 2^-65 relative, for `1e300` as for `2.0`.
+//!   on the bits. The result is exact to about 2^-65 relative, for `1e300` as for `2e6`.
 //!   The products are written out on named 64-bit words, not indexed arrays, which
-//!   NVIDIA's driver keeps in memory (`sin` ran five times slower with them).
+//!   NVIDIA's driver keeps in memory (`sin` ran five times slower with them). Below
+//!   2^20 π/2, msun's own float reduction (`e_rem_pio2.c`'s medium path) is exact to
+//!   2^-70 at a fraction of the cost. Its error terms need sums in their written order:
+//!   the strict SPIR-V path marks them so, and the sweeps found no driver that
+//!   reassociated them on the WGSL path either.
 //! - **Scaling by 2^k** (the last step of `exp`, `expm1` and `powf`) adds `k` to the
 //!   exponent field, and where the result is subnormal scales with one multiplication,
 //!   so it is rounded once.
@@ -353,11 +357,52 @@ fn cubert_mul128_hi(a: vec2<u64>, b: vec2<u64>) -> vec2<u64> {
     return vec2<u64>(top, t3);
 }
 
-// `x` (finite, |x| > pi/4) reduced modulo pi/2 on integers: |x| = m 2^e with a 53-bit
-// m; the bits of 2/pi from bit e - 1 on make m (2/pi) 2^e mod 4 (earlier bits only add
-// multiples of 4); its integer part mod 4 is the quadrant, its fraction (nearest
-// integer taken away) times pi/2 the reduced argument.
+// `x` (pi/4 < |x| < 2^20 pi/2, about 1.6e6) reduced modulo pi/2 as msun's e_rem_pio2.c
+// reduces such arguments (Cody and Waite): n = round(|x| 2/pi), n pi/2 taken away in
+// pieces of 33 bits (products with n, below 2^20, are exact) with a tail each; a second
+// and a third piece only where the first left a result 2^16 and 2^49 times smaller than
+// |x|, where the subtraction before was exact. Relative error of y0 + y1 below 2^-70
+// (checked against 300-bit arithmetic on the development VM, the double nearest every
+// multiple n pi/2 included). Every rounded product is a tail's, so a driver that fuses a
+// product with its sum changes only the last bits of a correction.
+fn cubert_rem_pio2_medium_f64(x: f64) -> CubertPio2 {
+    let ax = abs(x);
+    let nf = round(ax * bitcast<f64>(0x3fe45f306dc9c883lu));
+    var r = ax - nf * bitcast<f64>(0x3ff921fb54400000lu);
+    var w = nf * bitcast<f64>(0x3dd0b4611a626331lu);
+    var y0 = r - w;
+    let j = i32(cubert_f64_hi(ax) >> 20u);
+    if (j - i32((cubert_f64_hi(y0) >> 20u) & 0x7ffu) > 16) {
+        let t = r;
+        w = nf * bitcast<f64>(0x3dd0b4611a600000lu);
+        r = t - w;
+        w = nf * bitcast<f64>(0x3ba3198a2e037073lu) - ((t - r) - w);
+        y0 = r - w;
+        if (j - i32((cubert_f64_hi(y0) >> 20u) & 0x7ffu) > 49) {
+            let t2 = r;
+            w = nf * bitcast<f64>(0x3ba3198a2e000000lu);
+            r = t2 - w;
+            w = nf * bitcast<f64>(0x397b839a252049c1lu) - ((t2 - r) - w);
+            y0 = r - w;
+        }
+    }
+    let y1 = (r - y0) - w;
+    let n = i32(nf);
+    if (x < 0.0lf) {
+        return CubertPio2(-n, -y0, -y1);
+    }
+    return CubertPio2(n, y0, y1);
+}
+
+// `x` (finite, |x| > pi/4) reduced modulo pi/2: below 2^20 pi/2 in floats
+// (`cubert_rem_pio2_medium_f64`), from there on integers: |x| = m 2^e with a 53-bit m;
+// the bits of 2/pi from bit e - 1 on make m (2/pi) 2^e mod 4 (earlier bits only add
+// multiples of 4); its integer part mod 4 is the quadrant, its fraction (nearest integer
+// taken away) times pi/2 the reduced argument.
 fn cubert_rem_pio2_f64(x: f64) -> CubertPio2 {
+    if ((cubert_f64_hi(x) & 0x7fffffffu) < 0x413921fbu) {
+        return cubert_rem_pio2_medium_f64(x);
+    }
     let bits = bitcast<u64>(x);
     let negative = (bits >> 63u) != 0lu;
     let e = i32((bits >> 52u) & 0x7fflu) - 1075;
