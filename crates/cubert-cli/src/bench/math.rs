@@ -1,6 +1,7 @@
 //! Throughput of the kernel language's transcendental functions: one elementwise kernel
-//! per function over 64M elements (4M quick), in `f32` and, where the backend has them
-//! (`Features::f64_transcendentals`), in `f64`. On CUDA the functions are libdevice's; on
+//! per function over 64M elements (4M quick; fewer where the device's buffers are
+//! smaller), in `f32` and, where the backend has them (`Features::f64_transcendentals`),
+//! in `f64`. On CUDA the functions are libdevice's; on
 //! wgpu cubert's own (`exp`, `ln`, `sin`, ... in software, within a few ulps of the CPU's,
 //! because WGSL's built-ins are too loose); on the CPU Rust's `std`.
 //!
@@ -186,7 +187,10 @@ fn measure_type<R: Runtime, F: MathFloat>(
     quick: bool,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
-    let n = elements(quick);
+    // Fewer where the device's buffers are smaller (lavapipe's: 128 MiB); the figure's
+    // note says how many.
+    let largest = client.properties().memory.max_allocation_size;
+    let n = super::units::fit(elements(quick) * size_of::<F>(), largest, 1 << 20) / size_of::<F>();
     let reps = if quick { 3 } else { 10 };
     let out = client.empty(n * size_of::<F>())?;
     let count = ops::elementwise_grid(client.properties(), n as u64, 256);
