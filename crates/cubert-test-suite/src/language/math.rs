@@ -999,21 +999,34 @@ pub fn f32_functions_hold_for_every_f32<B: TestBackend>() {
         }
         start += n;
     }
+    wrong.truncate(40);
+    report_sweep(
+        &format!("{total} f32 arguments (every {stride}th from {first:#010x} to {last:#010x})"),
+        worst.map(|(ulps, at)| (ulps, format!("{at:#010x}"))),
+        wrong_count,
+        total * 10,
+        &wrong,
+    );
+}
+
+/// Prints the largest error of each function of a sweep over `what` (with the argument
+/// where it is) and fails if any of its `results` was wrong, listing the first of them.
+fn report_sweep(
+    what: &str,
+    worst: [(u128, String); 10],
+    wrong_count: u64,
+    results: u64,
+    wrong: &[String],
+) {
     let worst: Vec<String> = FUNCTIONS
         .iter()
         .zip(worst)
-        .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at:#010x})"))
+        .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at})"))
         .collect();
-    eprintln!(
-        "{total} f32 arguments (every {stride}th from {first:#010x} to {last:#010x}), \
-         largest errors in ulps: {}",
-        worst.join(", ")
-    );
-    wrong.truncate(40);
+    eprintln!("{what}, largest errors in ulps: {}", worst.join(", "));
     assert!(
         wrong_count == 0,
-        "{wrong_count} of {} results wrong:\n{}",
-        total * 10,
+        "{wrong_count} of {results} results wrong:\n{}",
         wrong.join("\n")
     );
 }
@@ -1089,20 +1102,12 @@ pub fn f64_functions_hold_where_the_float_reduction_runs<B: TestBackend>() {
         }
         done += n;
     }
-    let worst: Vec<String> = FUNCTIONS
-        .iter()
-        .zip(worst)
-        .map(|(function, (ulps, at))| format!("{function} {ulps} (at {at:e})"))
-        .collect();
-    eprintln!(
-        "{count} f64 arguments from pi/4 to 2^21 pi/2, largest errors in ulps: {}",
-        worst.join(", ")
-    );
-    assert!(
-        wrong_count == 0,
-        "{wrong_count} of {} results wrong:\n{}",
+    report_sweep(
+        &format!("{count} f64 arguments from pi/4 to 2^21 pi/2"),
+        worst.map(|(ulps, at)| (ulps, format!("{at:e}"))),
+        wrong_count,
         count * 10,
-        wrong.join("\n")
+        &wrong,
     );
 }
 
