@@ -491,17 +491,21 @@ fn domain_pairs(x: &[f64], exponents: &[f64], bases: &[f64], powers: &[f64]) -> 
     pairs
 }
 
-/// Arguments common to both types: special values, every binade of the type from the
-/// subnormals to the largest value (both signs, `exponent_bits` wide, `mantissa` random
-/// bits below), multiples of π/2 and their neighbours, and steps over [-8, 8].
-fn domain_arguments(exponent_bits: u32, mantissa_bits: u32, step: usize) -> Vec<u64> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
+/// Marsaglia's xorshift64 from `seed` (not zero): the tests' fixed pseudo-random bits.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+/// Arguments common to both types: special values, every binade of the type from the
+/// subnormals to the largest value (both signs, `exponent_bits` wide, `mantissa` random
+/// bits below), multiples of π/2 and their neighbours, and steps over [-8, 8].
+fn domain_arguments(exponent_bits: u32, mantissa_bits: u32, step: usize) -> Vec<u64> {
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let mut bits = Vec::new();
     let sign = 1u64 << (exponent_bits + mantissa_bits);
     for exponent in (0..(1u64 << exponent_bits) - 1).step_by(step) {
@@ -1052,13 +1056,7 @@ pub fn f64_functions_hold_where_the_float_reduction_runs<B: TestBackend>() {
         .unwrap_or(1 << 22);
     let top = f64::from(1u32 << 21) * std::f64::consts::FRAC_PI_2;
     let bottom = std::f64::consts::FRAC_PI_4;
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     let mut unit = move || (next() >> 11) as f64 / (1u64 << 53) as f64;
     let mut worst = [(0u128, 0.0f64); 10];
     let mut wrong: Vec<String> = Vec::new();
