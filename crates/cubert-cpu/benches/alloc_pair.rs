@@ -9,7 +9,10 @@
 //!   library's user that set up neither;
 //! - `alloc_pair/{4KiB,64MiB}/subscriber`: the same under a `tracing` subscriber that
 //!   takes events of level `INFO` and above (`tracing_subscriber::fmt`'s default), so it
-//!   filters the allocation's trace-level span out by its callsite.
+//!   filters the allocation's trace-level span out by its callsite;
+//! - `alloc_pair/upload{16B,60KiB,64KiB}/{no_listener,subscriber}`: `client.create_from_slice`
+//!   of 16 bytes, 60 KiB and 64 KiB, and drop (the upload span is a debug-level one; a slice
+//!   below `HEAP_COPIED_BELOW` is copied on the caller's thread).
 //!
 //! The two should cost the same: cubert makes no span nobody listens to. Before it
 //! checked, the first paid for a span built, recorded and logged to nowhere on every
@@ -35,6 +38,18 @@ fn pairs(c: &mut Criterion, client: &ComputeClient<CpuRuntime>, listener: &str) 
                 Ok(handle) => drop(handle),
                 Err(error) => {
                     eprintln!("alloc_pair bench: empty({size}) failed: {error}");
+                    std::process::exit(1)
+                }
+            })
+        });
+    }
+    for (len, label) in [(16, "16B"), (60 << 10, "60KiB"), (64 << 10, "64KiB")] {
+        let data = vec![7u8; len];
+        group.bench_function(format!("upload{label}/{listener}"), |b| {
+            b.iter(|| match client.create_from_slice(black_box(&data)) {
+                Ok(handle) => drop(handle),
+                Err(error) => {
+                    eprintln!("alloc_pair bench: create_from_slice failed: {error}");
                     std::process::exit(1)
                 }
             })

@@ -9,7 +9,8 @@
 //! test, 121 ns after; 129-132 ns under an `INFO` subscriber).
 //! [`listened`] is the cheap test the hot paths make first: a subscriber is set (it
 //! filters the span itself, cheaply, by its callsite), or a `log` logger takes records
-//! of that level.
+//! of that level. The paths that ask: allocation, launch and execution, and the
+//! transfers (`create`'s upload, `read`, `write_tensor`, `to_client`).
 
 /// Whether a span or event at `level` can reach a listener: some `tracing` dispatcher has
 /// been set, or `log`'s maximum level admits `level`.

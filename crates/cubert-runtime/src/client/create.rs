@@ -25,6 +25,13 @@ use crate::shape::Shape;
 /// quarter of that speed.
 pub const STAGED_BELOW: usize = 64 << 20;
 
+/// On a backend without pinned memory (the CPU, wgpu), a slice smaller than this is copied
+/// to the heap on the caller's thread, so that `create_from_slice` returns at once instead
+/// of waiting for the device's queue to read the caller's memory: the wait is a thread
+/// hand-off each way, about 19 µs on this repository's 2-core VM, while copying 64 KiB
+/// takes a few (`cargo bench -p cubert-cpu --bench alloc_pair`, `upload*`).
+pub const HEAP_COPIED_BELOW: usize = 64 << 10;
+
 impl<R: Runtime> ComputeClient<R> {
     fn do_create(
         &self,
@@ -55,12 +62,14 @@ impl<R: Runtime> ComputeClient<R> {
                 )));
             }
         }
-        let _span = tracing::debug_span!(
-            target: "cubert::transfer",
-            "upload",
-            bytes = data.iter().map(Bytes::len).sum::<usize>()
-        )
-        .entered();
+        let _span = crate::tracing_gate::listened(log::Level::Debug).then(|| {
+            tracing::debug_span!(
+                target: "cubert::transfer",
+                "upload",
+                bytes = data.iter().map(Bytes::len).sum::<usize>()
+            )
+            .entered()
+        });
         let stream = self.stream_id();
         let (base, layouts) = self.utilities.layout_policy.apply(stream, &descriptors)?;
         self.staging(data.iter_mut(), file_only_staging);
@@ -133,15 +142,19 @@ impl<R: Runtime> ComputeClient<R> {
         Self::single(layouts).map(|layout| layout.memory)
     }
 
-    /// Copies `slice` into new device memory. A slice of [`STAGED_BELOW`] bytes or more is
-    /// read in place by the upload, so this returns once the device's queue has read it:
-    /// unlike [`Self::create`], it waits for the work queued before it. A smaller one is
-    /// copied into pinned staging on the caller's thread (where the backend has pinned
-    /// memory) and this returns at once.
+    /// Copies `slice` into new device memory. A small slice is copied on the caller's
+    /// thread and this returns at once: into pinned staging below [`STAGED_BELOW`] bytes
+    /// where the backend has pinned memory (CUDA), to the heap below [`HEAP_COPIED_BELOW`]
+    /// where it has none (the CPU, wgpu). A larger one is read in place by the upload, so
+    /// this returns once the device's queue has read it: unlike [`Self::create`], it waits
+    /// for the work queued before it.
     ///
     /// # Errors
     /// As [`Self::create`].
     pub fn create_from_slice(&self, slice: &[u8]) -> Result<Handle, IoError> {
+        if self.copies_to_heap(slice) {
+            return self.create(Bytes::from_slice(slice));
+        }
         let layouts = Bytes::scoped(slice, |bytes| {
             self.do_create(
                 vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
@@ -185,6 +198,11 @@ impl<R: Runtime> ComputeClient<R> {
         elem_size: usize,
     ) -> Result<MemoryLayout, IoError> {
         let descriptor = MemoryLayoutDescriptor::optimized(shape, elem_size);
+        if self.copies_to_heap(slice) {
+            let layouts =
+                self.do_create(vec![descriptor], vec![Bytes::from_slice(slice)], false)?;
+            return Self::single(layouts);
+        }
         let layouts = Bytes::scoped(slice, |bytes| {
             self.do_create(vec![descriptor], vec![bytes], false)
         })?;
@@ -376,6 +394,12 @@ impl<R: Runtime> ComputeClient<R> {
                 std::mem::swap(*target, &mut pinned);
             }
         }
+    }
+
+    /// Whether `slice` is copied to the heap on the caller's thread instead of read in
+    /// place ([`HEAP_COPIED_BELOW`]: small, and no pinned staging to copy it into).
+    fn copies_to_heap(&self, slice: &[u8]) -> bool {
+        self.utilities.staging.is_none() && slice.len() < HEAP_COPIED_BELOW
     }
 
     /// Whether `handle` belongs to this client's device.

@@ -42,12 +42,14 @@ impl<R: Runtime> ComputeClient<R> {
         if let Err(error) = self.take_async_error() {
             return ready(Err(error));
         }
-        let _span = tracing::debug_span!(
-            target: "cubert::transfer",
-            "read",
-            buffers = descriptors.len()
-        )
-        .entered();
+        let _span = crate::tracing_gate::listened(log::Level::Debug).then(|| {
+            tracing::debug_span!(
+                target: "cubert::transfer",
+                "read",
+                buffers = descriptors.len()
+            )
+            .entered()
+        });
         let stream = self.stream_id();
         match self.call(move |server| server.read(descriptors, stream)) {
             Ok(future) => future,

@@ -78,13 +78,15 @@ impl<R: Runtime> ComputeClient<R> {
         dst: &Self,
         _dtype: ElemType,
     ) -> Result<Handle, ServerError> {
-        let _span = tracing::debug_span!(
-            target: "cubert::transfer",
-            "to_client",
-            from = ?self.device_id(),
-            to = ?dst.device_id()
-        )
-        .entered();
+        let _span = crate::tracing_gate::listened(log::Level::Debug).then(|| {
+            tracing::debug_span!(
+                target: "cubert::transfer",
+                "to_client",
+                from = ?self.device_id(),
+                to = ?dst.device_id()
+            )
+            .entered()
+        });
         src_descriptor.validate()?;
         let device = src_descriptor.handle.device();
         if device != self.device_id() {

@@ -77,8 +77,9 @@ impl<R: Runtime> ComputeClient<R> {
     /// (`CopyDescriptor::validate`), or `data` isn't the region's dense size;
     /// [`IoError::NotFound`] for memory of another device. Nothing is written then.
     pub fn write_tensor(&self, descriptor: CopyDescriptor, mut data: Bytes) -> Result<(), IoError> {
-        let _span =
-            tracing::debug_span!(target: "cubert::transfer", "write", bytes = data.len()).entered();
+        let _span = crate::tracing_gate::listened(log::Level::Debug).then(|| {
+            tracing::debug_span!(target: "cubert::transfer", "write", bytes = data.len()).entered()
+        });
         let device = descriptor.handle.device();
         if device != self.device_id() {
             return Err(IoError::not_found(format!(

@@ -1,0 +1,83 @@
+//! When `create_from_slice` returns on the CPU backend, which has no pinned memory: a small
+//! slice is copied on the caller's thread and the call returns while the device is still
+//! busy; a slice of `HEAP_COPIED_BELOW` bytes or more is read in place, so the call waits
+//! for the device's queue to reach it.
+
+#![allow(clippy::unwrap_used)]
+
+use cubert_cpu::{CpuKernel, CpuRuntime};
+use cubert_runtime::client::HEAP_COPIED_BELOW;
+use cubert_runtime::{ComputeClient, CubeCount, CubeDim, KernelArguments, Runtime};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A client whose device runs a kernel that blocks until the returned sender sends.
+fn busy_device() -> (ComputeClient<CpuRuntime>, Sender<()>) {
+    let client = CpuRuntime::client(&Default::default()).unwrap();
+    let (release, released): (Sender<()>, Receiver<()>) = mpsc::channel();
+    let released = Arc::new(Mutex::new(released));
+    let kernel = CpuKernel::new("blocks", CubeDim::new_single(), move |_ctx| {
+        let _ = released
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(60));
+        Ok(())
+    });
+    let out = client.empty(4).unwrap();
+    client
+        .launch(
+            kernel,
+            CubeCount::new_single(),
+            KernelArguments::new().with_buffers(vec![out.to_binding()]),
+        )
+        .unwrap();
+    (client, release)
+}
+
+/// Uploads `data` on another thread; whether the call returned within `wait`.
+fn upload(
+    client: &ComputeClient<CpuRuntime>,
+    data: Vec<u8>,
+    wait: Duration,
+) -> (bool, Receiver<cubert_runtime::Handle>) {
+    let (done, handle) = mpsc::channel();
+    let client = client.clone();
+    std::thread::spawn(move || {
+        let handle = client.create_from_slice(&data).unwrap();
+        let _ = done.send(handle);
+    });
+    match handle.recv_timeout(wait) {
+        Ok(uploaded) => {
+            let (again, rest) = mpsc::channel();
+            let _ = again.send(uploaded);
+            (true, rest)
+        }
+        Err(_) => (false, handle),
+    }
+}
+
+#[test]
+fn a_small_slice_upload_returns_while_the_device_is_busy() {
+    let (client, release) = busy_device();
+    let data: Vec<u8> = (0..100).collect();
+    let (returned, handle) = upload(&client, data.clone(), Duration::from_secs(30));
+    release.send(()).unwrap();
+    assert!(returned, "the upload waited for the busy device");
+    let handle = handle.recv().unwrap();
+    assert_eq!(client.read_one(handle).unwrap().to_vec(), data);
+}
+
+#[test]
+fn a_large_slice_upload_waits_for_the_device_to_read_it() {
+    let (client, release) = busy_device();
+    let data = vec![5u8; HEAP_COPIED_BELOW];
+    let (returned, handle) = upload(&client, data.clone(), Duration::from_millis(300));
+    assert!(
+        !returned,
+        "the caller's memory is read in place, after the busy kernel"
+    );
+    release.send(()).unwrap();
+    let handle = handle.recv_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!(client.read_one(handle).unwrap().to_vec(), data);
+}
