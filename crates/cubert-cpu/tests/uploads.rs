@@ -3,11 +3,11 @@
 //! busy; a slice of `HEAP_COPIED_BELOW` bytes or more is read in place, so the call waits
 //! for the device's queue to reach it.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cubert_cpu::{CpuKernel, CpuRuntime};
 use cubert_runtime::client::HEAP_COPIED_BELOW;
-use cubert_runtime::{ComputeClient, CubeCount, CubeDim, KernelArguments, Runtime};
+use cubert_runtime::{ComputeClient, CubeCount, CubeDim, Handle, KernelArguments, Runtime};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,36 +35,24 @@ fn busy_device() -> (ComputeClient<CpuRuntime>, Sender<()>) {
     (client, release)
 }
 
-/// Uploads `data` on another thread; whether the call returned within `wait`.
-fn upload(
-    client: &ComputeClient<CpuRuntime>,
-    data: Vec<u8>,
-    wait: Duration,
-) -> (bool, Receiver<cubert_runtime::Handle>) {
-    let (done, handle) = mpsc::channel();
+/// Starts `create_from_slice(data)` on another thread; the receiver gets its handle when
+/// the call returns.
+fn upload(client: &ComputeClient<CpuRuntime>, data: Vec<u8>) -> Receiver<Handle> {
+    let (done, returned) = mpsc::channel();
     let client = client.clone();
     std::thread::spawn(move || {
-        let handle = client.create_from_slice(&data).unwrap();
-        let _ = done.send(handle);
+        let _ = done.send(client.create_from_slice(&data).unwrap());
     });
-    match handle.recv_timeout(wait) {
-        Ok(uploaded) => {
-            let (again, rest) = mpsc::channel();
-            let _ = again.send(uploaded);
-            (true, rest)
-        }
-        Err(_) => (false, handle),
-    }
+    returned
 }
 
 #[test]
 fn a_small_slice_upload_returns_while_the_device_is_busy() {
     let (client, release) = busy_device();
     let data: Vec<u8> = (0..100).collect();
-    let (returned, handle) = upload(&client, data.clone(), Duration::from_secs(30));
+    let returned = upload(&client, data.clone()).recv_timeout(Duration::from_secs(30));
     release.send(()).unwrap();
-    assert!(returned, "the upload waited for the busy device");
-    let handle = handle.recv().unwrap();
+    let handle = returned.expect("the upload waited for the busy device");
     assert_eq!(client.read_one(handle).unwrap().to_vec(), data);
 }
 
@@ -72,12 +60,12 @@ fn a_small_slice_upload_returns_while_the_device_is_busy() {
 fn a_large_slice_upload_waits_for_the_device_to_read_it() {
     let (client, release) = busy_device();
     let data = vec![5u8; HEAP_COPIED_BELOW];
-    let (returned, handle) = upload(&client, data.clone(), Duration::from_millis(300));
+    let returned = upload(&client, data.clone());
     assert!(
-        !returned,
+        returned.recv_timeout(Duration::from_millis(300)).is_err(),
         "the caller's memory is read in place, after the busy kernel"
     );
     release.send(()).unwrap();
-    let handle = handle.recv_timeout(Duration::from_secs(60)).unwrap();
+    let handle = returned.recv_timeout(Duration::from_secs(60)).unwrap();
     assert_eq!(client.read_one(handle).unwrap().to_vec(), data);
 }
