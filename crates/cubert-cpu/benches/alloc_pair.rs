@@ -10,10 +10,12 @@
 //! - `alloc_pair/{4KiB,64MiB}/subscriber`: the same under a `tracing` subscriber that
 //!   takes events of level `INFO` and above (`tracing_subscriber::fmt`'s default), so it
 //!   filters the allocation's trace-level span out by its callsite;
-//! - `alloc_pair/upload{16B,128KiB,1MiB}/{no_listener,subscriber}`:
-//!   `client.create_from_slice` of 16 bytes, 128 KiB and 1 MiB, and drop (the upload span
-//!   is a debug-level one; a slice below `HEAP_COPIED_BELOW`, 256 KiB, is copied on the
-//!   caller's thread, a larger one read in place by the device's queue).
+//! - `alloc_pair/upload{16B,128KiB,256KiB,1MiB}/{no_listener,subscriber}`:
+//!   `client.create_from_slice` of each size, and drop (the upload span is a debug-level
+//!   one; a slice below `HEAP_COPIED_BELOW`, 256 KiB, is copied on the caller's thread, a
+//!   larger one read in place by the device's queue). To time every size on one path, set
+//!   `HEAP_COPIED_BELOW` in `cubert-runtime/src/client/create.rs` to 0 (all read in place)
+//!   or to `2 << 20` (all copied) and run again.
 //!
 //! The two should cost the same: cubert makes no span nobody listens to. Before it
 //! checked, the first paid for a span built, recorded and logged to nowhere on every
@@ -44,7 +46,12 @@ fn pairs(c: &mut Criterion, client: &ComputeClient<CpuRuntime>, listener: &str) 
             })
         });
     }
-    for (len, label) in [(16, "16B"), (128 << 10, "128KiB"), (1 << 20, "1MiB")] {
+    for (len, label) in [
+        (16, "16B"),
+        (128 << 10, "128KiB"),
+        (256 << 10, "256KiB"),
+        (1 << 20, "1MiB"),
+    ] {
         let data = vec![7u8; len];
         group.bench_function(format!("upload{label}/{listener}"), |b| {
             b.iter(|| match client.create_from_slice(black_box(&data)) {

@@ -153,10 +153,7 @@ impl<R: Runtime> ComputeClient<R> {
     /// # Errors
     /// As [`Self::create`].
     pub fn create_from_slice(&self, slice: &[u8]) -> Result<Handle, IoError> {
-        if self.copies_to_heap(slice) {
-            return self.create(Bytes::from_slice(slice));
-        }
-        let layouts = Bytes::scoped(slice, |bytes| {
+        let layouts = self.upload_slice(slice, |bytes| {
             self.do_create(
                 vec![MemoryLayoutDescriptor::contiguous([slice.len()], 1)],
                 vec![bytes],
@@ -199,12 +196,7 @@ impl<R: Runtime> ComputeClient<R> {
         elem_size: usize,
     ) -> Result<MemoryLayout, IoError> {
         let descriptor = MemoryLayoutDescriptor::optimized(shape, elem_size);
-        if self.copies_to_heap(slice) {
-            let layouts =
-                self.do_create(vec![descriptor], vec![Bytes::from_slice(slice)], false)?;
-            return Self::single(layouts);
-        }
-        let layouts = Bytes::scoped(slice, |bytes| {
+        let layouts = self.upload_slice(slice, |bytes| {
             self.do_create(vec![descriptor], vec![bytes], false)
         })?;
         Self::single(layouts)
@@ -397,10 +389,16 @@ impl<R: Runtime> ComputeClient<R> {
         }
     }
 
-    /// Whether `slice` is copied to the heap on the caller's thread instead of read in
-    /// place ([`HEAP_COPIED_BELOW`]: small, and no pinned staging to copy it into).
-    fn copies_to_heap(&self, slice: &[u8]) -> bool {
-        self.utilities.staging.is_none() && slice.len() < HEAP_COPIED_BELOW
+    /// Runs `upload` on `slice` as bytes: a heap copy where the backend has no pinned
+    /// staging and the slice is under [`HEAP_COPIED_BELOW`], so this returns at once; else
+    /// a view of the caller's memory, read in place (or copied into pinned staging by
+    /// `do_create`), and this returns once nothing reads the view any more.
+    fn upload_slice<T>(&self, slice: &[u8], upload: impl FnOnce(Bytes) -> T) -> T {
+        if self.utilities.staging.is_none() && slice.len() < HEAP_COPIED_BELOW {
+            upload(Bytes::from_slice(slice))
+        } else {
+            Bytes::scoped(slice, upload)
+        }
     }
 
     /// Whether `handle` belongs to this client's device.
