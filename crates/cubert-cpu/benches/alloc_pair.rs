@@ -12,10 +12,9 @@
 //!   filters the allocation's trace-level span out by its callsite;
 //! - `alloc_pair/upload{16B,128KiB,256KiB,1MiB}/{no_listener,subscriber}`:
 //!   `client.create_from_slice` of each size, and drop (the upload span is a debug-level
-//!   one; a slice below `HEAP_COPIED_BELOW`, 256 KiB, is copied on the caller's thread, a
-//!   larger one read in place by the device's queue). To time every size on one path, set
-//!   `HEAP_COPIED_BELOW` in `cubert-runtime/src/client/create.rs` to 0 (all read in place)
-//!   or to `2 << 20` (all copied) and run again.
+//!   one). The device is idle, so the caller allocates and writes the slice itself
+//!   (`CallerWork::Upload`); on a busy device a slice below `HEAP_COPIED_BELOW`, 256 KiB,
+//!   is copied on the caller's thread and a larger one read in place by the device's queue.
 //!
 //! The two should cost the same: cubert makes no span nobody listens to. Before it
 //! checked, the first paid for a span built, recorded and logged to nowhere on every

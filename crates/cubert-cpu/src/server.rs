@@ -452,9 +452,11 @@ impl ComputeServer for CpuServer {
     type Info = CpuInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = HostStorage;
-    // Allocation and sync are bookkeeping here: on an idle device they run on the caller.
-    // A launch runs the kernel, which stays on the runner (the caller keeps the overlap).
-    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Allocation, CallerWork::Sync];
+    // Allocation and sync are bookkeeping here, a small upload a `memcpy`: on an idle
+    // device they run on the caller. A launch runs the kernel, which stays on the runner
+    // (the caller keeps the overlap).
+    const CALLER_WORK: &'static [CallerWork] =
+        &[CallerWork::Allocation, CallerWork::Upload, CallerWork::Sync];
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();

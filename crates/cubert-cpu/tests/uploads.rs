@@ -1,7 +1,9 @@
 //! When `create_from_slice` returns on the CPU backend, which has no pinned memory: a small
 //! slice is copied on the caller's thread and the call returns while the device is still
 //! busy; a slice of `HEAP_COPIED_BELOW` bytes or more is read in place, so the call waits
-//! for the device's queue to reach it.
+//! for the device's queue to reach it. On an idle device uploads are written on the
+//! caller's thread (`CallerWork::Upload`); mixed with queued ones from several threads,
+//! every upload still reads back what was uploaded.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +12,7 @@ use cubert_runtime::client::HEAP_COPIED_BELOW;
 use cubert_runtime::{ComputeClient, CubeCount, CubeDim, Handle, KernelArguments, Runtime};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A client whose device runs a kernel that blocks until the returned sender sends.
 fn busy_device() -> (ComputeClient<CpuRuntime>, Sender<()>) {
@@ -68,4 +70,53 @@ fn a_large_slice_upload_waits_for_the_device_to_read_it() {
     release.send(()).unwrap();
     let handle = returned.recv_timeout(Duration::from_secs(60)).unwrap();
     assert_eq!(client.read_one(handle).unwrap().to_vec(), data);
+}
+
+#[test]
+fn uploads_written_on_the_caller_and_queued_ones_read_back_exactly_from_many_threads() {
+    let client = CpuRuntime::client(&Default::default()).unwrap();
+    // Keeps the runner busy now and then, so that some uploads queue behind it.
+    let spin = CpuKernel::new("spins", CubeDim::new_single(), |_ctx| {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_micros(50) {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    });
+    std::thread::scope(|scope| {
+        for thread in 0..4u32 {
+            let client = client.clone();
+            let spin = spin.clone();
+            scope.spawn(move || {
+                let out = client.empty(4).unwrap();
+                for round in 0..300u32 {
+                    if round % 3 == thread % 3 {
+                        client
+                            .launch(
+                                spin.clone(),
+                                CubeCount::new_single(),
+                                KernelArguments::new().with_buffers(vec![out.to_binding()]),
+                            )
+                            .unwrap();
+                    }
+                    let len = 1 + ((round * 977 + thread * 131) % 3000) as usize;
+                    let data: Vec<u8> = (0..len)
+                        .map(|i| (i as u32 ^ round ^ (thread << 5)) as u8)
+                        .collect();
+                    let handle = if round % 2 == 0 {
+                        client.create_from_slice(&data).unwrap()
+                    } else {
+                        client
+                            .create(cubert_runtime::Bytes::from_bytes_vec(data.clone()))
+                            .unwrap()
+                    };
+                    assert_eq!(
+                        client.read_one(handle).unwrap().to_vec(),
+                        data,
+                        "{thread} {round}"
+                    );
+                }
+            });
+        }
+    });
 }

@@ -43,7 +43,7 @@ use crate::stream::{StreamId, StreamPolicy, StreamSettings};
 use std::sync::Arc;
 
 pub(crate) use copy::overlap_partly;
-pub use create::{HEAP_COPIED_BELOW, STAGED_BELOW};
+pub use create::{CALLER_WRITTEN_BELOW, HEAP_COPIED_BELOW, STAGED_BELOW};
 pub use graph::Graph;
 pub use lazy_read::LazyRead;
 

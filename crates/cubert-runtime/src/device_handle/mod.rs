@@ -517,7 +517,7 @@ impl<S: ComputeServer> DeviceHandle<S> {
     /// no closure is boxed. Only the id is queued, so the allocation's handles may all be
     /// dropped before it runs (it then allocates nothing, see `ComputeServer::allocate`).
     pub fn allocate(&self, id: MemoryId, size: u64, stream: StreamId) {
-        self.queue_allocation(id, size, stream, None);
+        self.queue_allocation(id, size, stream, None, Some(CallerWork::Allocation));
     }
 
     /// Queues `ComputeServer::allocate(id, size, stream)` and `then` as one task: `then`
@@ -530,10 +530,39 @@ impl<S: ComputeServer> DeviceHandle<S> {
         stream: StreamId,
         then: impl FnOnce(&mut S) + Send + 'static,
     ) {
-        self.queue_allocation(id, size, stream, Some(Box::new(then)));
+        self.queue_allocation(id, size, stream, Some(Box::new(then)), None);
     }
 
-    fn queue_allocation(&self, id: MemoryId, size: u64, stream: StreamId, then: Option<Task<S>>) {
+    /// Like [`Self::allocate_then`], for a `then` that only writes a small host buffer into
+    /// the new memory (`create*` of a few kilobytes): a server that runs
+    /// [`CallerWork::Upload`] on its callers runs both on this thread while its runner is
+    /// idle, and the call returns once the data is written; otherwise they are queued.
+    pub fn allocate_then_write(
+        &self,
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+        then: impl FnOnce(&mut S) + Send + 'static,
+    ) {
+        self.queue_allocation(
+            id,
+            size,
+            stream,
+            Some(Box::new(then)),
+            Some(CallerWork::Upload),
+        );
+    }
+
+    /// Queues an allocation and the task `then` that fills it; `on_caller` is the kind of
+    /// work they are, if the caller may run them while the runner is idle.
+    fn queue_allocation(
+        &self,
+        id: MemoryId,
+        size: u64,
+        stream: StreamId,
+        then: Option<Task<S>>,
+        on_caller: Option<CallerWork>,
+    ) {
         let core = &self.inner.core;
         if is_borrowed(core.key) {
             core.defer(Box::new(move |server: &mut S| {
@@ -550,10 +579,15 @@ impl<S: ComputeServer> DeviceHandle<S> {
         }
         match &self.inner.sender {
             Some(sender) => {
-                if then.is_none()
-                    && let Some(server) = core.claim_idle(CallerWork::Allocation)
+                if let Some(work) = on_caller
+                    && let Some(server) = core.claim_idle(work)
                 {
-                    core.run_claimed(server, |server| server.allocate(id, size, stream));
+                    core.run_claimed(server, |server| {
+                        server.allocate(id, size, stream);
+                        if let Some(then) = then {
+                            then(server);
+                        }
+                    });
                     return;
                 }
                 core.sent.0.fetch_add(1, Ordering::SeqCst);

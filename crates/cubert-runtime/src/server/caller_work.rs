@@ -13,6 +13,10 @@
 //!
 //! - an **allocation** is host bookkeeping on the CPU; on CUDA it stays queued, where the
 //!   growable pool's work overlaps the caller's;
+//! - an **upload** of a few kilobytes (an allocation and the write of the caller's data
+//!   into it, `create*` below `client::CALLER_WRITTEN_BELOW`) is a `memcpy` on the CPU,
+//!   cheaper than the two hand-offs of queuing it; CUDA's goes through pinned staging and a
+//!   copy on its stream, so it stays queued;
 //! - a **launch** only queues the kernel on CUDA, but runs it on the CPU (there the caller
 //!   would wait for the kernel, and lose the overlap the runner gives); CUDA runs only the
 //!   first launch after a sync on the caller, so back-to-back launches keep the overlap;
@@ -30,6 +34,9 @@
 pub enum CallerWork {
     /// `ComputeServer::allocate` without a task that fills the memory.
     Allocation,
+    /// `ComputeServer::allocate` followed by `ComputeServer::write` of a small host buffer
+    /// into the new memory (`DeviceHandle::allocate_then_write`).
+    Upload,
     /// `ComputeServer::launch`.
     Launch,
     /// `ComputeServer::sync`: the call that returns the future (the wait is the caller's
