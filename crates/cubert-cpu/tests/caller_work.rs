@@ -8,23 +8,15 @@ use cubert_cpu::{CpuDevice, CpuRuntime, CpuServer};
 use cubert_runtime::ComputeClient;
 use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
 use cubert_runtime::server::CallerWork;
+use cubert_test_suite::support::runs_on_caller;
 
 #[test]
-fn an_idle_cpu_device_runs_syncs_and_small_uploads_on_the_caller_and_launches_on_its_runner() {
+fn an_idle_cpu_device_runs_all_but_launches_on_the_caller() {
     let server = CpuServer::new(CpuDevice::new(0), &CubertConfig::default()).unwrap();
     let client: ComputeClient<CpuRuntime> =
         ComputeClient::from_server(server, DeviceHandleMode::Threaded).unwrap();
-    let handle = client.device_handle();
-    let caller = std::thread::current().id();
-    let runs_here = |work| {
-        handle
-            .submit_blocking_as(work, |_| std::thread::current().id())
-            .unwrap()
-            == caller
-    };
-    // The runner counts a message handled just after answering it, so a sync finds it idle
-    // within a few tries.
-    assert!((0..100_000).any(|_| runs_here(CallerWork::Sync)));
-    assert!((0..100_000).any(|_| runs_here(CallerWork::Upload)));
-    assert!((0..1_000).all(|_| !runs_here(CallerWork::Launch)));
+    assert!(runs_on_caller(&client, CallerWork::Sync, 100_000));
+    assert!(runs_on_caller(&client, CallerWork::Allocation, 100_000));
+    assert!(runs_on_caller(&client, CallerWork::Upload, 100_000));
+    assert!(!runs_on_caller(&client, CallerWork::Launch, 1_000));
 }

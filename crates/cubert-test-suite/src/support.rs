@@ -4,9 +4,29 @@
 use crate::backend::{Client, ClientOptions, TestBackend};
 use cubert_runtime::config::DeviceHandleMode;
 use cubert_runtime::memory::MemoryUsage;
+use cubert_runtime::server::CallerWork;
 use cubert_runtime::{Bytes, Handle};
+use cubert_runtime::{ComputeClient, Runtime};
 use std::sync::mpsc;
 use std::time::Duration;
+
+/// Whether `client`'s device ran a task of kind `work` on the calling thread in any of
+/// `tries` tries (`DeviceHandle::submit_blocking_as`). The runner counts a message handled
+/// just after answering it, so a device that runs `work` on its callers is found idle
+/// within a few tries; one that doesn't never runs it here.
+pub fn runs_on_caller<R: Runtime>(
+    client: &ComputeClient<R>,
+    work: CallerWork,
+    tries: usize,
+) -> bool {
+    let handle = client.device_handle();
+    let caller = std::thread::current().id();
+    (0..tries).any(|_| {
+        handle
+            .submit_blocking_as(work, |_| std::thread::current().id())
+            .is_ok_and(|thread| thread == caller)
+    })
+}
 
 /// Both device handle modes, threaded first.
 pub const MODES: [DeviceHandleMode; 2] = [DeviceHandleMode::Threaded, DeviceHandleMode::Inline];

@@ -12,6 +12,8 @@
 //! - wgpu orders every command of its one queue, so all streams are ordered after each
 //!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
 //! - reads and syncs return futures that wait for the device on the awaiting thread;
+//!   allocations and syncs run on the caller's thread while the runner is idle
+//!   (`ComputeServer::CALLER_WORK`), uploads and launches on the runner;
 //! - checked kernels count out-of-bounds accesses in a status word, read back by `sync`
 //!   and reads; wgpu's validation errors and a lost device land in an error list that the
 //!   next `flush`, `sync` or read returns.
@@ -39,7 +41,7 @@ use cubert_runtime::memory::{
 use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::server::{
-    ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+    CallerWork, ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
@@ -724,6 +726,11 @@ impl ComputeServer for WgpuServer {
     type Info = WgpuInfo;
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = WgpuStorage;
+    // An allocation is host bookkeeping (a buffer created now and then), a sync a submit and
+    // a status read recorded: on an idle device they run on the caller. An upload stays
+    // queued: a write that isn't whole words reads the buffer back first, waiting for the
+    // GPU, which `create` must not make its caller do. A launch is recorded on the runner.
+    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Allocation, CallerWork::Sync];
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();
