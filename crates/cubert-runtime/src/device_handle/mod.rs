@@ -533,8 +533,8 @@ impl<S: ComputeServer> DeviceHandle<S> {
         self.queue_allocation(id, size, stream, Some(Box::new(then)), None);
     }
 
-    /// Like [`Self::allocate_then`], for a `then` that only writes a small host buffer into
-    /// the new memory (`create*` of a few kilobytes): a server that runs
+    /// Like [`Self::allocate_then`], for a `then` that only writes host data into the new
+    /// memory (`create*`, which decides by size whether to call this): a server that runs
     /// [`CallerWork::Upload`] on its callers runs both on this thread while its runner is
     /// idle, and the call returns once the data is written; otherwise they are queued.
     pub fn allocate_then_write(

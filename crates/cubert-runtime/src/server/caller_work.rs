@@ -11,12 +11,14 @@
 //! (the others go to the runner without touching the server's lock), and
 //! `ComputeServer::runs_on_caller` says whether it does now, on this thread:
 //!
-//! - an **allocation** is host bookkeeping on the CPU; on CUDA it stays queued, where the
-//!   growable pool's work overlaps the caller's;
-//! - an **upload** of a few kilobytes (an allocation and the write of the caller's data
-//!   into it, `create*` below `client::CALLER_WRITTEN_BELOW`) is a `memcpy` on the CPU,
-//!   cheaper than the two hand-offs of queuing it; CUDA's goes through pinned staging and a
-//!   copy on its stream, so it stays queued;
+//! - an **allocation** is host bookkeeping on the CPU and wgpu, and mostly on CUDA too (the
+//!   growable pool takes the block freed last back without a search; a growth makes its
+//!   driver calls on the caller, as `cudaMalloc` does);
+//! - an **upload** (an allocation and the write of the caller's data into it: `create*` of
+//!   owned data under `client::CALLER_WRITTEN_BELOW`, of a slice at any size) is a `memcpy`
+//!   on the CPU, cheaper than the two hand-offs of queuing it; wgpu keeps it queued (a write
+//!   of partial words reads the buffer back, waiting for the GPU) and so does CUDA (pinned
+//!   staging and a copy on its stream);
 //! - a **launch** only queues the kernel on CUDA, but runs it on the CPU (there the caller
 //!   would wait for the kernel, and lose the overlap the runner gives); CUDA runs only the
 //!   first launch after a sync on the caller, so back-to-back launches keep the overlap;
@@ -34,8 +36,8 @@
 pub enum CallerWork {
     /// `ComputeServer::allocate` without a task that fills the memory.
     Allocation,
-    /// `ComputeServer::allocate` followed by `ComputeServer::write` of a small host buffer
-    /// into the new memory (`DeviceHandle::allocate_then_write`).
+    /// `ComputeServer::allocate` followed by `ComputeServer::write` of host data into the
+    /// new memory (`DeviceHandle::allocate_then_write`).
     Upload,
     /// `ComputeServer::launch`.
     Launch,
