@@ -11,33 +11,51 @@
 //! first (copy on write), so the caller's slice is never written.
 //!
 //! How it waits: the controller owns one side of a flag and a condition variable; its
-//! `Drop` sets the flag. A guard in `scoped` waits for the flag even when the closure
+//! `Drop` sets the flag (an atomic; the lock and the signal only where the waiter already
+//! waits). A guard in `scoped` waits for the flag even when the closure
 //! panics, so unwinding can't end the borrow early. A `Bytes` that is leaked
 //! (`std::mem::forget`) is never dropped, and `scoped` then waits forever: a hang, never a
 //! read of freed memory.
 
 use crate::bytes::{AllocationController, AllocationProperty, Bytes};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-/// Set once the lent `Bytes` is gone.
+/// Set once the lent `Bytes` is gone. The flag is atomic so that the common case, a
+/// `Bytes` dropped before `scoped` returns (an upload written on the caller's thread, or
+/// done by the time the closure returns), costs neither side a lock: the setter locks and
+/// signals only if the waiter has said it waits.
 #[derive(Default)]
 struct Released {
-    done: Mutex<bool>,
+    done: AtomicBool,
+    waiting: AtomicBool,
+    lock: Mutex<()>,
     signal: Condvar,
 }
 
 impl Released {
     fn set(&self) {
-        *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.signal.notify_all();
+        self.done.store(true, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            // The waiter holds the lock from saying it waits until it sleeps on the
+            // condition variable, so this signal can't fall between its check and its sleep.
+            let _lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.signal.notify_all();
+        }
     }
 
     fn wait(&self) {
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*done {
-            done = self
+        if self.done.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.store(true, Ordering::SeqCst);
+        // Either the setter stored `done` before this load (seen here), or it loads
+        // `waiting` after the store above (both sequentially consistent) and signals.
+        while !self.done.load(Ordering::SeqCst) {
+            lock = self
                 .signal
-                .wait(done)
+                .wait(lock)
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }

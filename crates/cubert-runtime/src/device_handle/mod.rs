@@ -308,10 +308,7 @@ impl<S> Core<S> {
     where
         S: ComputeServer,
     {
-        let idle = || {
-            self.sent.0.load(Ordering::SeqCst) == self.handled.0.load(Ordering::SeqCst)
-                && !self.has_deferred.load(Ordering::SeqCst)
-        };
+        let idle = || self.is_idle();
         if !S::CALLER_WORK.contains(&work) || !idle() {
             return None;
         }
@@ -322,6 +319,13 @@ impl<S> Core<S> {
         };
         // A message sent before the lock was taken is run first, by the runner.
         (idle() && server.runs_on_caller(work)).then_some(server)
+    }
+
+    /// Whether the runner is idle now: every message sent to it has been handled and no task
+    /// waits deferred.
+    fn is_idle(&self) -> bool {
+        self.sent.0.load(Ordering::SeqCst) == self.handled.0.load(Ordering::SeqCst)
+            && !self.has_deferred.load(Ordering::SeqCst)
     }
 
     /// Runs `work` with `server` (locked, by [`Self::allocate`] or [`Self::claim_idle`]) on
@@ -457,6 +461,22 @@ impl<S: ComputeServer> DeviceHandle<S> {
     /// Whether work runs on the caller's thread (inline mode).
     pub fn is_blocking(&self) -> bool {
         self.inner.mode == DeviceHandleMode::Inline
+    }
+
+    /// Whether `work` submitted from this thread now would run on it rather than wait in
+    /// the runner's queue: always in inline mode and on the runner's own thread, never from
+    /// inside a task (it is deferred), and in threaded mode where the server runs `work` on
+    /// its callers (`ComputeServer::CALLER_WORK`) and the runner is idle. A hint: other
+    /// threads may queue work before this thread's call, which then queues too.
+    pub fn would_run_on_caller(&self, work: CallerWork) -> bool {
+        let core = &self.inner.core;
+        if is_borrowed(core.key) {
+            return false;
+        }
+        if is_owned(core.key) || self.inner.sender.is_none() {
+            return true;
+        }
+        S::CALLER_WORK.contains(&work) && core.is_idle()
     }
 
     /// The server's utilities.
