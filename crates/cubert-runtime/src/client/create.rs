@@ -41,9 +41,10 @@ pub const HEAP_COPIED_BELOW: usize = 256 << 10;
 /// queuing them. Larger owned data is queued, so that the call returns without waiting for
 /// its copy. Slices (`create_from_slice`, `create_tensor_from_slice`) are written on the
 /// caller at any size, since their caller waits for the copy in any case (or has just made
-/// one). On this repository's 2-core VM an upload and drop of a slice of 16 B / 128 KiB /
-/// 256 KiB / 1 MiB took 1.02 / 48-66 / 23 / 115 µs queued and 0.35 / 7.2 / 7.2 / 47-53 µs
-/// written on the caller (`cargo bench -p cubert-cpu --bench alloc_pair`, two rounds).
+/// one; from a kilobyte up the write reads the caller's slice itself). On this repository's
+/// 2-core VM an upload and drop of a slice of 16 B / 128 KiB / 256 KiB / 1 MiB took 1.02 /
+/// 48-66 / 23 / 115 µs queued and 0.34 / 3.6-3.7 / 6.8 / 38-41 µs written on the caller
+/// (`cargo bench -p cubert-cpu --bench alloc_pair`, `docs/benchmarks.md`).
 pub const CALLER_WRITTEN_BELOW: usize = 64 << 10;
 
 impl<R: Runtime> ComputeClient<R> {
