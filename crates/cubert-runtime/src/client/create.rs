@@ -27,9 +27,10 @@ use crate::shape::Shape;
 /// quarter of that speed.
 pub const STAGED_BELOW: usize = 64 << 20;
 
-/// On a backend without pinned memory (the CPU, wgpu), a slice smaller than this is copied
-/// to the heap on the caller's thread, so that `create_from_slice` returns at once instead
-/// of waiting for the device's queue to read the caller's memory. The wait is a thread
+/// On a backend without pinned memory (the CPU, wgpu), a slice smaller than this whose
+/// upload would wait in the device's queue (and any slice under a kilobyte) is copied to
+/// the heap on the caller's thread, so that `create_from_slice` returns at once instead of
+/// waiting for the queue to read the caller's memory. The wait is a thread
 /// hand-off each way; on this repository's 2-core VM an upload and drop took 19.7 µs at
 /// 16 bytes and 14.2 / 15.5 µs at 128 / 256 KiB read in place, 1.4 µs and 8.2 / 10.0 µs
 /// copied; at 1 MiB the two were even (`cargo bench -p cubert-cpu --bench alloc_pair`).
