@@ -98,6 +98,36 @@ pub fn noop_kernel_launches_and_syncs<B: TestBackend>() {
     client.sync().unwrap();
 }
 
+/// Thousands of launches recorded without a sync in between, each with its own arguments
+/// (its slice of the output and its value), each see their own: backends that gather
+/// launches' arguments per submission (wgpu's info arena) must not let a later
+/// submission's arguments reach a launch still waiting to run.
+pub fn launches_recorded_back_to_back_each_see_their_own_arguments<B: TestBackend>() {
+    let client = client::<B>();
+    let launches = 3000;
+    let out = client.empty(launches * 4).unwrap();
+    ops::fill(&client, &out, launches, u32::MAX).unwrap();
+    client.sync().unwrap();
+    for round in 0..2u32 {
+        for i in 0..launches {
+            let slot = out.view(4 * i as u64, 4).unwrap();
+            ops::fill(&client, &slot, 1, round * 10_000 + i as u32).unwrap();
+        }
+        let read = read_elems::<B, u32>(&client, &out);
+        let wrong: Vec<(usize, u32)> = (0..launches)
+            .filter(|&i| read[i] != round * 10_000 + i as u32)
+            .map(|i| (i, read[i]))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "round {round}: {} of {launches} launches wrote another launch's value or none \
+             (slot, value): {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(8)]
+        );
+    }
+}
+
 /// A launch over zero cubes is accepted and does nothing.
 pub fn launch_over_zero_cubes_does_nothing<B: TestBackend>() {
     let client = client::<B>();

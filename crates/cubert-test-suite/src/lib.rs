@@ -216,6 +216,7 @@ macro_rules! __for_each_suite_test {
                 dependent_launches_run_in_submission_order_threaded,
                 dependent_launches_run_in_submission_order_inline,
                 noop_kernel_launches_and_syncs,
+                launches_recorded_back_to_back_each_see_their_own_arguments,
                 launch_over_zero_cubes_does_nothing,
                 dynamic_cube_count_is_read_from_its_buffer,
                 fill_writes_the_value_to_every_element,

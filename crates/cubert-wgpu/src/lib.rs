@@ -13,6 +13,7 @@
 mod adapter;
 mod device;
 mod disk_cache;
+mod info_arena;
 mod kernel;
 pub mod lang;
 mod pipeline;

@@ -4,22 +4,26 @@
 //! one pending command encoder and the errors queued per stream. `docs/wgpu.md` in the
 //! repository walks through the data flow; in short:
 //!
-//! - launches are compute passes recorded into the pending encoder, submitted on `flush`,
-//!   `sync`, reads, writes and every [`LAUNCHES_PER_SUBMIT`] launches; each launch prints
-//!   the arrays its kernel accesses only by lines of four as `vec4`s where they start on
-//!   16 bytes and are whole 16-byte vectors;
+//! - launches are dispatches recorded into one compute pass of the pending encoder (until
+//!   something else is recorded), submitted on `flush`, `sync`, reads, writes and every
+//!   [`LAUNCHES_PER_SUBMIT`] launches; each launch prints the arrays its kernel accesses
+//!   only by lines of four as `vec4`s where they start on 16 bytes and are whole 16-byte
+//!   vectors;
 //! - large aligned copies run as a kernel on GPUs, the driver's buffer copy otherwise;
 //! - wgpu orders every command of its one queue, so all streams are ordered after each
 //!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
 //! - reads and syncs return futures that wait for the device on the awaiting thread;
-//!   allocations and syncs run on the caller's thread while the runner is idle
-//!   (`ComputeServer::CALLER_WORK`), uploads and launches on the runner;
+//!   allocations, syncs and the first launch after a sync run on the caller's thread while
+//!   the runner is idle (`ComputeServer::CALLER_WORK`), uploads and later launches on the
+//!   runner;
+//! - each launch's info words go into one buffer per submission (`InfoArena`);
 //! - checked kernels count out-of-bounds accesses in a status word, read back by `sync`
 //!   and reads; wgpu's validation errors and a lost device land in an error list that the
 //!   next `flush`, `sync` or read returns.
 
 use crate::device::{WgpuDevice, WgpuInfo};
 use crate::disk_cache::DiskCache;
+use crate::info_arena::InfoArena;
 use crate::kernel::WgpuKernel;
 use crate::lang::WgslTarget;
 use crate::pipeline::PipelineCache;
@@ -52,7 +56,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
-use wgpu::util::DeviceExt;
 
 /// Smallest device-to-device copy that runs as a kernel (`copy_lines`) rather than as the
 /// driver's buffer copy, on GPUs: NVIDIA's Vulkan driver copies buffers at about 850 GB/s
@@ -95,8 +98,17 @@ pub struct WgpuServer {
     errors: StreamErrors,
     device_errors: DeviceErrors,
     pipelines: PipelineCache,
+    /// The compute pass open in `encoder`, holding the launches recorded since anything
+    /// else was ([`WgpuServer::compute_pass`]). Declared before the encoder, so that it ends
+    /// before the encoder is dropped.
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: Option<wgpu::CommandEncoder>,
     recorded: usize,
+    /// The info words of the launches in `encoder`, bound from one buffer.
+    info_arena: InfoArena,
+    /// Whether a kernel was launched since the last sync: a launch runs on an idle caller's
+    /// thread only when none was ([`ComputeServer::runs_on_caller`]).
+    launched_since_sync: bool,
     /// One 256-byte slot per stream (up to [`STATUS_SLOTS`], then shared round the slots):
     /// word 0 of a stream's slot counts its kernels' out-of-bounds accesses.
     status: wgpu::Buffer,
@@ -219,6 +231,8 @@ impl WgpuServer {
             mapped_at_creation: false,
         });
         let kernel_copies = !info.software;
+        let info_arena =
+            InfoArena::new(&gpu, u64::from(limits.min_storage_buffer_offset_alignment));
         let utilities = ServerUtilities::new(device.to_id(), properties, info, layout, config);
         Ok(Self {
             device,
@@ -232,7 +246,10 @@ impl WgpuServer {
             device_errors,
             pipelines,
             encoder: None,
+            pass: None,
             recorded: 0,
+            info_arena,
+            launched_since_sync: false,
             status,
             status_slots: HashMap::new(),
             checked_since: HashMap::new(),
@@ -244,8 +261,10 @@ impl WgpuServer {
         })
     }
 
-    /// The pending encoder, started if there is none.
+    /// The pending encoder, started if there is none; the open compute pass, if any, ends
+    /// first (an encoder records nothing else while a pass is open).
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
         let gpu = &self.gpu;
         self.encoder.get_or_insert_with(|| {
             gpu.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -254,8 +273,32 @@ impl WgpuServer {
         })
     }
 
-    /// Submits the pending encoder, if any.
+    /// The open compute pass of the pending encoder, begun if there is none. Launches
+    /// recorded one after another share it: a dispatch is its own usage scope, so wgpu
+    /// orders dependent dispatches within a pass as it does across passes, and one pass
+    /// per launch cost about 4 µs of each back-to-back launch on an H200 with NVIDIA's
+    /// Vulkan driver (wgpu alone, `examples/launch_overhead.rs`).
+    fn compute_pass(&mut self) -> &mut wgpu::ComputePass<'static> {
+        let (pass, encoder, gpu) = (&mut self.pass, &mut self.encoder, &self.gpu);
+        pass.get_or_insert_with(|| {
+            encoder
+                .get_or_insert_with(|| {
+                    gpu.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("cubert"),
+                    })
+                })
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("cubert launches"),
+                    timestamp_writes: None,
+                })
+                .forget_lifetime()
+        })
+    }
+
+    /// Submits the pending encoder, if any, after the info words of its launches.
     fn submit(&mut self) {
+        self.pass = None;
+        self.info_arena.write(&self.queue);
         if let Some(encoder) = self.encoder.take() {
             self.queue.submit([encoder.finish()]);
         }
@@ -567,13 +610,7 @@ impl WgpuServer {
         }
         let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
         let status_offset = self.status_offset(stream);
-        let info = self
-            .gpu
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("cubert info"),
-                contents: &bytes,
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let (info, info_offset) = self.info_arena.push(&self.gpu, &self.queue, &bytes);
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
@@ -585,7 +622,11 @@ impl WgpuServer {
             },
             wgpu::BindGroupEntry {
                 binding: 1,
-                resource: info.as_entire_binding(),
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &info,
+                    offset: info_offset,
+                    size: wgpu::BufferSize::new(bytes.len() as u64),
+                }),
             },
         ];
         for (slot, (buffer, offset, size)) in ranges.iter().enumerate() {
@@ -648,19 +689,13 @@ impl WgpuServer {
             }
         };
         let name = kernel.name().to_string();
-        let encoder = self.encoder();
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(&name),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            match (count, indirect) {
-                (CubeCount::Static(x, y, z), _) => pass.dispatch_workgroups(*x, *y, *z),
-                (_, Some(counts)) => pass.dispatch_workgroups_indirect(&counts, 0),
-                (CubeCount::Dynamic(_), None) => {}
-            }
+        let pass = self.compute_pass();
+        pass.set_pipeline(&pipeline.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        match (count, indirect) {
+            (CubeCount::Static(x, y, z), _) => pass.dispatch_workgroups(*x, *y, *z),
+            (_, Some(counts)) => pass.dispatch_workgroups_indirect(&counts, 0),
+            (CubeCount::Dynamic(_), None) => {}
         }
         // A kernel without checked accesses can't count one: its stream's next sync need
         // not read the status word back for it.
@@ -727,10 +762,18 @@ impl ComputeServer for WgpuServer {
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = WgpuStorage;
     // An allocation is host bookkeeping (a buffer created now and then), a sync a submit and
-    // a status read recorded: on an idle device they run on the caller. An upload stays
-    // queued: a write that isn't whole words reads the buffer back first, waiting for the
-    // GPU, which `create` must not make its caller do. A launch is recorded on the runner.
-    const CALLER_WORK: &'static [CallerWork] = &[CallerWork::Allocation, CallerWork::Sync];
+    // a status read recorded: on an idle device they run on the caller. So does the first
+    // launch after a sync (recorded into the encoder), as on CUDA: a launch + sync round
+    // trip then never crosses threads; the launches after it are recorded on the runner,
+    // so that a stream of launches returns to its caller at once. An upload stays queued:
+    // a write that isn't whole words reads the buffer back first, waiting for the GPU,
+    // which `create` must not make its caller do.
+    const CALLER_WORK: &'static [CallerWork] =
+        &[CallerWork::Allocation, CallerWork::Launch, CallerWork::Sync];
+
+    fn runs_on_caller(&self, work: CallerWork) -> bool {
+        work != CallerWork::Launch || !self.launched_since_sync
+    }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
         self.drain_releases();
@@ -822,6 +865,7 @@ impl ComputeServer for WgpuServer {
     }
 
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
+        self.launched_since_sync = false;
         self.pipelines.save_to_disk();
         self.drain_releases();
         self.memory.manager().release_idle(&mut HostOrdering);
@@ -861,6 +905,7 @@ impl ComputeServer for WgpuServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
+        self.launched_since_sync = true;
         if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode, stream) {
             self.errors.push(stream, error);
         }
