@@ -1,6 +1,7 @@
 //! Which work the CPU backend runs on an idle device's calling thread
-//! (`ComputeServer::CALLER_WORK`): syncs, allocations and small uploads, never launches,
-//! since a CPU launch runs the kernel and the caller would lose the overlap the runner gives.
+//! (`ComputeServer::CALLER_WORK`): syncs, allocations and small uploads, never launches nor
+//! reads, since a CPU launch runs the kernel and a CPU read makes the copy, and the caller
+//! would lose the overlap the runner gives (a lazy read's, for one).
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +12,7 @@ use cubert_runtime::server::CallerWork;
 use cubert_test_suite::support::runs_on_caller;
 
 #[test]
-fn an_idle_cpu_device_runs_all_but_launches_on_the_caller() {
+fn an_idle_cpu_device_runs_all_but_launches_and_reads_on_the_caller() {
     let server = CpuServer::new(CpuDevice::new(0), &CubertConfig::default()).unwrap();
     let client: ComputeClient<CpuRuntime> =
         ComputeClient::from_server(server, DeviceHandleMode::Threaded).unwrap();
@@ -19,4 +20,5 @@ fn an_idle_cpu_device_runs_all_but_launches_on_the_caller() {
     assert!(runs_on_caller(&client, CallerWork::Allocation, 100_000));
     assert!(runs_on_caller(&client, CallerWork::Upload, 100_000));
     assert!(!runs_on_caller(&client, CallerWork::Launch, 1_000));
+    assert!(!runs_on_caller(&client, CallerWork::Read, 1_000));
 }

@@ -94,9 +94,10 @@ pub struct CudaServer {
     /// Whether `[memory] growable` may be on here (not on a host of several GPUs with peer
     /// copies on: mapped pages are granted to their own GPU only).
     growable_allowed: bool,
-    /// Whether a kernel was launched since the last sync: a launch runs on an idle caller's
-    /// thread only when none was ([`ComputeServer::runs_on_caller`]).
-    launched_since_sync: bool,
+    /// Whether a kernel was launched since the caller last waited for the device (a sync or
+    /// a read): a launch runs on an idle caller's thread only when none was
+    /// ([`ComputeServer::runs_on_caller`]).
+    launched_since_wait: bool,
     utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
@@ -220,7 +221,7 @@ impl CudaServer {
             graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
             growable_allowed,
-            launched_since_sync: false,
+            launched_since_wait: false,
             utilities: Arc::new(utilities),
             context,
         })
@@ -680,8 +681,8 @@ impl ComputeServer for CudaServer {
         Ok(())
     }
 
-    /// Syncs, allocations, and the first launch after a sync, run on an idle runner's
-    /// caller, on a thread where this device's context or none is current (see
+    /// Syncs, reads, allocations, and the first launch after a sync or a read, run on an
+    /// idle runner's caller, on a thread where this device's context or none is current (see
     /// `CudaContext::suits_calling_thread`): a caller that waits for each launch then
     /// makes the driver calls itself and never crosses threads. Later launches queue, so
     /// back-to-back launches keep the overlap of the caller's work with the runner's
@@ -693,12 +694,18 @@ impl ComputeServer for CudaServer {
     /// stopped reading the precise clock (2026-11-29, `docs/benchmarks.md`; which of the
     /// host's vCPUs the caller runs on moves the figure by 1.5 ×). Before that, the
     /// pool's work on the caller made 64 MiB pairs slower than queued. An allocation that
-    /// has to grow the pool makes its driver calls on the caller, as `cudaMalloc` does.
-    const CALLER_WORK: &'static [CallerWork] =
-        &[CallerWork::Allocation, CallerWork::Launch, CallerWork::Sync];
+    /// has to grow the pool makes its driver calls on the caller, as `cudaMalloc` does. A
+    /// read queues its copies into pinned staging and an event on the caller, which then
+    /// waits for them, as after a sync.
+    const CALLER_WORK: &'static [CallerWork] = &[
+        CallerWork::Allocation,
+        CallerWork::Launch,
+        CallerWork::Sync,
+        CallerWork::Read,
+    ];
 
     fn runs_on_caller(&self, work: CallerWork) -> bool {
-        (work != CallerWork::Launch || !self.launched_since_sync)
+        (work != CallerWork::Launch || !self.launched_since_wait)
             && self.context.suits_calling_thread()
     }
 
@@ -741,6 +748,8 @@ impl ComputeServer for CudaServer {
         descriptors: Vec<CopyDescriptor>,
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        // The caller waits for this read as for a sync: its next launch may be its own.
+        self.launched_since_wait = false;
         // Errors already queued on the stream come first, as for every read.
         let started = self
             .enter()
@@ -830,7 +839,7 @@ impl ComputeServer for CudaServer {
         if let Err(error) = self.enter() {
             return ready(Err(error));
         }
-        self.launched_since_sync = false;
+        self.launched_since_wait = false;
         self.drain_releases();
         self.memory.manager().release_idle(&mut self.streams);
         if self.completion.is_idle() {
@@ -867,7 +876,7 @@ impl ComputeServer for CudaServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
-        self.launched_since_sync = true;
+        self.launched_since_wait = true;
         if let Err(error) = self.launch_kernel(&kernel, &count, &arguments, mode, stream) {
             self.shared.push_error(stream, error);
         }

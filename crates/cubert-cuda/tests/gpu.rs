@@ -1222,3 +1222,30 @@ fn cublas_products_on_cubert_handles_match_cubert_matmul() {
         .unwrap_err();
     assert!(error.to_string().contains("matmul"), "{error}");
 }
+
+/// Which work CUDA runs on an idle device's calling thread (`ComputeServer::CALLER_WORK`):
+/// allocations, syncs and reads (host bookkeeping, copies and events queued), and the first
+/// launch after a sync or a read; the launches after it go to the runner until the next
+/// sync or read.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn an_idle_cuda_device_runs_allocations_syncs_reads_and_a_first_launch_on_the_caller() {
+    use cubert_runtime::server::CallerWork;
+    use cubert_test_suite::support::{
+        assert_first_launch_after_a_wait_runs_on_the_caller, runs_on_caller,
+    };
+    let client = client();
+    assert!(runs_on_caller(&client, CallerWork::Allocation, 100_000));
+    assert!(runs_on_caller(&client, CallerWork::Sync, 100_000));
+    assert!(runs_on_caller(&client, CallerWork::Read, 100_000));
+    assert!(!runs_on_caller(&client, CallerWork::Upload, 1_000));
+    assert_first_launch_after_a_wait_runs_on_the_caller(&client);
+    // Reads made on the caller return the data, also right behind a launch.
+    let handle = client.create(Bytes::from_elems(vec![1.5f32, 2.5])).unwrap();
+    let one = client.create(Bytes::from_elems(vec![1.0f32, 1.0])).unwrap();
+    for round in 0..100 {
+        ops::add(&client, &handle, &one, &handle, 2, ElemType::F32).unwrap();
+        let read = client.read_one(handle.clone()).unwrap().to_elems::<f32>();
+        assert_eq!(read, vec![2.5 + round as f32, 3.5 + round as f32]);
+    }
+}

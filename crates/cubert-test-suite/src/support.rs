@@ -28,6 +28,32 @@ pub fn runs_on_caller<R: Runtime>(
     })
 }
 
+/// Checks the rule by which CUDA and wgpu run launches on an idle device's caller: the
+/// first launch after the caller waited for the device (a sync or a read) is the caller's;
+/// once a kernel was launched, the launches after it go to the runner until the caller
+/// waits again. Panics where the rule doesn't hold.
+pub fn assert_first_launch_after_a_wait_runs_on_the_caller<R: Runtime>(client: &ComputeClient<R>) {
+    let waits: [(&str, &dyn Fn()); 2] = [
+        ("sync", &|| client.sync().unwrap()),
+        ("read", &|| {
+            let scalar = client.create_from_slice(&[7u8; 4]).unwrap();
+            assert_eq!(client.read_one(scalar).unwrap().to_vec(), vec![7u8; 4]);
+        }),
+    ];
+    for (name, wait) in waits {
+        cubert_runtime::ops::noop(client).unwrap();
+        assert!(
+            !runs_on_caller(client, CallerWork::Launch, 1_000),
+            "a launch behind a launch ran on the caller"
+        );
+        wait();
+        assert!(
+            runs_on_caller(client, CallerWork::Launch, 100_000),
+            "the first launch after a {name} did not run on the caller"
+        );
+    }
+}
+
 /// Both device handle modes, threaded first.
 pub const MODES: [DeviceHandleMode; 2] = [DeviceHandleMode::Threaded, DeviceHandleMode::Inline];
 

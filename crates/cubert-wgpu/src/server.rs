@@ -13,9 +13,9 @@
 //! - wgpu orders every command of its one queue, so all streams are ordered after each
 //!   other and freed memory is reusable at once (`HostOrdering`, as on the CPU);
 //! - reads and syncs return futures that wait for the device on the awaiting thread;
-//!   allocations, syncs and the first launch after a sync run on the caller's thread while
-//!   the runner is idle (`ComputeServer::CALLER_WORK`), uploads and later launches on the
-//!   runner;
+//!   allocations, syncs, reads and the first launch after a sync or read run on the
+//!   caller's thread while the runner is idle (`ComputeServer::CALLER_WORK`), uploads and
+//!   later launches on the runner;
 //! - each launch's info words go into one buffer per submission (`InfoArena`);
 //! - checked kernels count out-of-bounds accesses in a status word, read back by `sync`
 //!   and reads; wgpu's validation errors and a lost device land in an error list that the
@@ -106,9 +106,10 @@ pub struct WgpuServer {
     recorded: usize,
     /// The info words of the launches in `encoder`, bound from one buffer.
     info_arena: InfoArena,
-    /// Whether a kernel was launched since the last sync: a launch runs on an idle caller's
-    /// thread only when none was ([`ComputeServer::runs_on_caller`]).
-    launched_since_sync: bool,
+    /// Whether a kernel was launched since the caller last waited for the device (a sync or
+    /// a read): a launch runs on an idle caller's thread only when none was
+    /// ([`ComputeServer::runs_on_caller`]).
+    launched_since_wait: bool,
     /// One 256-byte slot per stream (up to [`STATUS_SLOTS`], then shared round the slots):
     /// word 0 of a stream's slot counts its kernels' out-of-bounds accesses.
     status: wgpu::Buffer,
@@ -249,7 +250,7 @@ impl WgpuServer {
             pass: None,
             recorded: 0,
             info_arena,
-            launched_since_sync: false,
+            launched_since_wait: false,
             status,
             status_slots: HashMap::new(),
             checked_since: HashMap::new(),
@@ -762,17 +763,23 @@ impl ComputeServer for WgpuServer {
     type MemoryLayoutPolicy = PitchedLayoutPolicy;
     type Storage = WgpuStorage;
     // An allocation is host bookkeeping (a buffer created now and then), a sync a submit and
-    // a status read recorded: on an idle device they run on the caller. So does the first
-    // launch after a sync (recorded into the encoder), as on CUDA: a launch + sync round
-    // trip then never crosses threads; the launches after it are recorded on the runner,
-    // so that a stream of launches returns to its caller at once. An upload stays queued:
+    // a status read recorded: on an idle device they run on the caller. So does a read (its
+    // copies into mappable buffers recorded and submitted; the caller then waits for them,
+    // as after a sync), and the first launch after a sync or a read (recorded into the
+    // encoder), as on CUDA: a launch + sync or launch + read round trip then never crosses
+    // threads; the launches after it are recorded on the runner, so that a stream of
+    // launches returns to its caller at once. An upload stays queued:
     // a write that isn't whole words reads the buffer back first, waiting for the GPU,
     // which `create` must not make its caller do.
-    const CALLER_WORK: &'static [CallerWork] =
-        &[CallerWork::Allocation, CallerWork::Launch, CallerWork::Sync];
+    const CALLER_WORK: &'static [CallerWork] = &[
+        CallerWork::Allocation,
+        CallerWork::Launch,
+        CallerWork::Sync,
+        CallerWork::Read,
+    ];
 
     fn runs_on_caller(&self, work: CallerWork) -> bool {
-        work != CallerWork::Launch || !self.launched_since_sync
+        work != CallerWork::Launch || !self.launched_since_wait
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
@@ -794,6 +801,8 @@ impl ComputeServer for WgpuServer {
         descriptors: Vec<CopyDescriptor>,
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        // The caller waits for this read as for a sync: its next launch may be its own.
+        self.launched_since_wait = false;
         self.drain_releases();
         if let Err(error) = self.take_errors(stream) {
             return ready(Err(error));
@@ -865,7 +874,7 @@ impl ComputeServer for WgpuServer {
     }
 
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
-        self.launched_since_sync = false;
+        self.launched_since_wait = false;
         self.pipelines.save_to_disk();
         self.drain_releases();
         self.memory.manager().release_idle(&mut HostOrdering);
@@ -905,7 +914,7 @@ impl ComputeServer for WgpuServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
-        self.launched_since_sync = true;
+        self.launched_since_wait = true;
         if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode, stream) {
             self.errors.push(stream, error);
         }

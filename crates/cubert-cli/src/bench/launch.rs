@@ -6,7 +6,11 @@
 //! - empty submit: the caller-thread time of those launches only (until the last returned);
 //! - launch + sync: one `ops::noop` and `sync`, median of 2000 (200 quick) round trips;
 //! - add1: 10k (1k quick) back-to-back `x[0] += 1` (`ops::add` in place on one f32), then
-//!   `sync`: the check that launches really run, once each and in order (x must count them).
+//!   `sync`: the check that launches really run, once each and in order (x must count them);
+//! - read 4 B: `read_one` of a 4-byte handle on an idle device, median of 2000 (200 quick):
+//!   what reading a scalar (a loss, a flag) costs;
+//! - add1 + read: `x[0] += 1` then `read_one` of x, the same count: a step that reads its
+//!   result (every value read is checked).
 //!
 //! Median of 5 runs (3 quick) after a warm-up. The empty launches are checked by the sync
 //! (no launch reported an error) and by the add1 count.
@@ -15,11 +19,11 @@ use super::graph;
 use super::recorder::Recorder;
 use super::timing::median;
 use crate::error::CliResult;
-use cubert::{Bytes, ComputeClient, ElemType, Runtime, ops};
+use cubert::{Bytes, ComputeClient, ElemType, Handle, Runtime, ops};
 use std::time::Instant;
 
 /// Figures this group measures.
-pub const FIGURES: u64 = 4 + graph::FIGURES;
+pub const FIGURES: u64 = 6 + graph::FIGURES;
 
 /// Measures launch overhead, then graph replay.
 ///
@@ -126,6 +130,68 @@ fn launches<R: Runtime>(
         &format!(
             "{adds} back-to-back x[0] += 1 (ops::add in place), wall/count incl. sync, \
              median of {reps} (count checked)"
+        ),
+    );
+    reads(client, trips, &one, recorder)
+}
+
+/// `cubert_read_4B_us` and `cubert_add1_read_us`: small reads on an idle device, alone and
+/// right behind the launch that computed them.
+fn reads<R: Runtime>(
+    client: &ComputeClient<R>,
+    trips: usize,
+    one: &Handle,
+    recorder: &mut Recorder,
+) -> CliResult<()> {
+    recorder.start("cubert_read_4B_us");
+    let scalar = client.create(Bytes::from_elems(vec![0.5f32]))?;
+    client.sync()?;
+    let mut times = Vec::with_capacity(trips);
+    for trip in 0..trips + trips / 10 {
+        let start = Instant::now();
+        let value = client.read_one(scalar.clone())?;
+        let elapsed = start.elapsed();
+        if value.to_elems::<f32>() != [0.5] {
+            recorder.skip("cubert_read_4B_us", &format!("read {value:?}, not 0.5"));
+            return Ok(());
+        }
+        if trip >= trips / 10 {
+            times.push(elapsed.as_secs_f64() * 1e6);
+        }
+    }
+    recorder.emit(
+        "cubert_read_4B_us",
+        median(&times),
+        "us",
+        &format!("read_one of 4 bytes on an idle device, median of {trips}"),
+    );
+
+    recorder.start("cubert_add1_read_us");
+    let counter = client.create(Bytes::from_elems(vec![0.0f32]))?;
+    client.sync()?;
+    let mut times = Vec::with_capacity(trips);
+    for trip in 0..trips + trips / 10 {
+        let start = Instant::now();
+        ops::add(client, &counter, one, &counter, 1, ElemType::F32)?;
+        let value = client.read_one(counter.clone())?;
+        let elapsed = start.elapsed();
+        if value.to_elems::<f32>() != [(trip + 1) as f32] {
+            recorder.skip(
+                "cubert_add1_read_us",
+                &format!("after {} launches of x[0] += 1, read {value:?}", trip + 1),
+            );
+            return Ok(());
+        }
+        if trip >= trips / 10 {
+            times.push(elapsed.as_secs_f64() * 1e6);
+        }
+    }
+    recorder.emit(
+        "cubert_add1_read_us",
+        median(&times),
+        "us",
+        &format!(
+            "x[0] += 1 (ops::add in place) then read_one of x, median of {trips} (values checked)"
         ),
     );
     Ok(())

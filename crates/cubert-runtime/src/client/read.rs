@@ -14,7 +14,7 @@ use crate::future::{DynFut, block_on, ready};
 use crate::handle::Handle;
 use crate::host_slice::HostSlice;
 use crate::runtime::Runtime;
-use crate::server::ComputeServer;
+use crate::server::{CallerWork, ComputeServer};
 use crate::storage::{ComputeStorage, ManagedResource};
 
 impl<R: Runtime> ComputeClient<R> {
@@ -51,9 +51,14 @@ impl<R: Runtime> ComputeClient<R> {
             .entered()
         });
         let stream = self.stream_id();
-        match self.call(move |server| server.read(descriptors, stream)) {
+        // On an idle device whose server queues reads on its callers, no hand-off.
+        match self
+            .device
+            .submit_blocking_as(CallerWork::Read, move |server| {
+                server.read(descriptors, stream)
+            }) {
             Ok(future) => future,
-            Err(error) => ready(Err(error)),
+            Err(error) => ready(Err(ServerError::from(error))),
         }
     }
 

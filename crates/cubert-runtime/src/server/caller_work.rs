@@ -19,11 +19,16 @@
 //!   on the CPU, cheaper than the two hand-offs of queuing it; wgpu keeps it queued (a write
 //!   of partial words reads the buffer back, waiting for the GPU) and so does CUDA (pinned
 //!   staging and a copy on its stream);
-//! - a **launch** only queues the kernel on CUDA, but runs it on the CPU (there the caller
-//!   would wait for the kernel, and lose the overlap the runner gives); CUDA runs only the
-//!   first launch after a sync on the caller, so back-to-back launches keep the overlap;
+//! - a **launch** only queues the kernel on CUDA and records it on wgpu, but runs it on the
+//!   CPU (there the caller would wait for the kernel, and lose the overlap the runner
+//!   gives); CUDA and wgpu run only the first launch after a sync or a read on the caller, so
+//!   back-to-back launches keep the overlap;
 //! - a **sync** is a check of the stream's errors on the CPU and an event recorded on CUDA;
-//!   the caller waits for it in any case.
+//!   the caller waits for it in any case;
+//! - a **read** queues copies into host memory on CUDA (into pinned staging, an event
+//!   after) and on wgpu (into a mappable buffer, submitted), which the caller then waits
+//!   for; on the CPU it is the copy itself, which stays on the runner so that a lazy read
+//!   (`ComputeClient::read_lazy`) still overlaps the caller's work.
 //!
 //! A backend that needs state of the thread (CUDA's current context) answers for the
 //! calling thread: CUDA runs work on a thread whose current context is its own or none
@@ -44,4 +49,7 @@ pub enum CallerWork {
     /// `ComputeServer::sync`: the call that returns the future (the wait is the caller's
     /// in any case).
     Sync,
+    /// `ComputeServer::read`: the call that queues the copies and returns the future (the
+    /// wait is the caller's in any case).
+    Read,
 }
