@@ -7,9 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use cubert_runtime::ComputeClient;
 use cubert_runtime::config::{CubertConfig, DeviceHandleMode};
 use cubert_runtime::server::CallerWork;
-use cubert_runtime::ComputeClient;
 use cubert_test_suite::support::{
     assert_first_launch_after_a_wait_runs_on_the_caller, runs_on_caller,
 };
