@@ -51,7 +51,8 @@ use cubert_runtime::memory::{
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
-    CallerWork, CapturedGraph, ComputeServer, DeviceService, ServerUtilities, copy_read_into,
+    CallerWork, CapturedGraph, ComputeServer, DeviceService, FirstLaunchAfterWait, ServerUtilities,
+    copy_read_into,
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
@@ -95,9 +96,8 @@ pub struct CudaServer {
     /// copies on: mapped pages are granted to their own GPU only).
     growable_allowed: bool,
     /// Whether a kernel was launched since the caller last waited for the device (a sync or
-    /// a read): a launch runs on an idle caller's thread only when none was
-    /// ([`ComputeServer::runs_on_caller`]).
-    launched_since_wait: bool,
+    /// a read): a launch runs on an idle caller's thread only when none was.
+    launches: FirstLaunchAfterWait,
     utilities: Arc<ServerUtilities<CudaServer>>,
 }
 
@@ -221,7 +221,7 @@ impl CudaServer {
             graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
             growable_allowed,
-            launched_since_wait: false,
+            launches: FirstLaunchAfterWait::default(),
             utilities: Arc::new(utilities),
             context,
         })
@@ -705,8 +705,7 @@ impl ComputeServer for CudaServer {
     ];
 
     fn runs_on_caller(&self, work: CallerWork) -> bool {
-        (work != CallerWork::Launch || !self.launched_since_wait)
-            && self.context.suits_calling_thread()
+        self.launches.allows(work) && self.context.suits_calling_thread()
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
@@ -749,7 +748,7 @@ impl ComputeServer for CudaServer {
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
         // The caller waits for this read as for a sync: its next launch may be its own.
-        self.launched_since_wait = false;
+        self.launches.waited();
         // Errors already queued on the stream come first, as for every read.
         let started = self
             .enter()
@@ -839,7 +838,7 @@ impl ComputeServer for CudaServer {
         if let Err(error) = self.enter() {
             return ready(Err(error));
         }
-        self.launched_since_wait = false;
+        self.launches.waited();
         self.drain_releases();
         self.memory.manager().release_idle(&mut self.streams);
         if self.completion.is_idle() {
@@ -876,7 +875,7 @@ impl ComputeServer for CudaServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
-        self.launched_since_wait = true;
+        self.launches.launched();
         if let Err(error) = self.launch_kernel(&kernel, &count, &arguments, mode, stream) {
             self.shared.push_error(stream, error);
         }

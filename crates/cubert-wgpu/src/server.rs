@@ -45,7 +45,8 @@ use cubert_runtime::memory::{
 use cubert_runtime::profile::{ProfileDuration, ProfileTicks, ProfilingToken};
 use cubert_runtime::properties::TimingMethod;
 use cubert_runtime::server::{
-    CallerWork, ComputeServer, DeviceService, ServerCommunication, ServerUtilities, StreamErrors,
+    CallerWork, ComputeServer, DeviceService, FirstLaunchAfterWait, ServerCommunication,
+    ServerUtilities, StreamErrors,
 };
 use cubert_runtime::storage::ManagedResource;
 use cubert_runtime::{
@@ -107,9 +108,8 @@ pub struct WgpuServer {
     /// The info words of the launches in `encoder`, bound from one buffer.
     info_arena: InfoArena,
     /// Whether a kernel was launched since the caller last waited for the device (a sync or
-    /// a read): a launch runs on an idle caller's thread only when none was
-    /// ([`ComputeServer::runs_on_caller`]).
-    launched_since_wait: bool,
+    /// a read): a launch runs on an idle caller's thread only when none was.
+    launches: FirstLaunchAfterWait,
     /// One 256-byte slot per stream (up to [`STATUS_SLOTS`], then shared round the slots):
     /// word 0 of a stream's slot counts its kernels' out-of-bounds accesses.
     status: wgpu::Buffer,
@@ -250,7 +250,7 @@ impl WgpuServer {
             pass: None,
             recorded: 0,
             info_arena,
-            launched_since_wait: false,
+            launches: FirstLaunchAfterWait::default(),
             status,
             status_slots: HashMap::new(),
             checked_since: HashMap::new(),
@@ -779,7 +779,7 @@ impl ComputeServer for WgpuServer {
     ];
 
     fn runs_on_caller(&self, work: CallerWork) -> bool {
-        work != CallerWork::Launch || !self.launched_since_wait
+        self.launches.allows(work)
     }
 
     fn allocate(&mut self, id: MemoryId, size: u64, stream: StreamId) {
@@ -802,7 +802,7 @@ impl ComputeServer for WgpuServer {
         stream: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
         // The caller waits for this read as for a sync: its next launch may be its own.
-        self.launched_since_wait = false;
+        self.launches.waited();
         self.drain_releases();
         if let Err(error) = self.take_errors(stream) {
             return ready(Err(error));
@@ -874,7 +874,7 @@ impl ComputeServer for WgpuServer {
     }
 
     fn sync(&mut self, stream: StreamId) -> DynFut<Result<(), ServerError>> {
-        self.launched_since_wait = false;
+        self.launches.waited();
         self.pipelines.save_to_disk();
         self.drain_releases();
         self.memory.manager().release_idle(&mut HostOrdering);
@@ -914,7 +914,7 @@ impl ComputeServer for WgpuServer {
         mode: ExecutionMode,
         stream: StreamId,
     ) {
-        self.launched_since_wait = true;
+        self.launches.launched();
         if let Err(error) = self.run_launch(&kernel, &count, &arguments, mode, stream) {
             self.errors.push(stream, error);
         }

@@ -53,3 +53,47 @@ pub enum CallerWork {
     /// wait is the caller's in any case).
     Read,
 }
+
+/// The rule by which a backend whose launches only queue work (CUDA, wgpu) runs them on
+/// its callers: the first launch after the caller waited for the device (a sync or a read)
+/// is the caller's, so a launch-then-wait loop never crosses threads; once a kernel was
+/// launched, the launches after it go to the runner until the caller waits again, so that
+/// back-to-back launches keep the overlap the runner gives.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FirstLaunchAfterWait {
+    launched: bool,
+}
+
+impl FirstLaunchAfterWait {
+    /// Records a launch.
+    pub fn launched(&mut self) {
+        self.launched = true;
+    }
+
+    /// Records that the caller waits for the device: a sync or a read.
+    pub fn waited(&mut self) {
+        self.launched = false;
+    }
+
+    /// Whether the rule lets `work` run on the caller: any work but a launch, and a launch
+    /// when none was made since the last wait.
+    pub fn allows(&self, work: CallerWork) -> bool {
+        work != CallerWork::Launch || !self.launched
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CallerWork, FirstLaunchAfterWait};
+
+    #[test]
+    fn only_the_first_launch_after_a_wait_is_allowed_on_the_caller() {
+        let mut rule = FirstLaunchAfterWait::default();
+        assert!(rule.allows(CallerWork::Launch));
+        rule.launched();
+        assert!(!rule.allows(CallerWork::Launch));
+        assert!(rule.allows(CallerWork::Sync) && rule.allows(CallerWork::Read));
+        rule.waited();
+        assert!(rule.allows(CallerWork::Launch));
+    }
+}

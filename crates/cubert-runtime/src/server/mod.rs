@@ -19,7 +19,7 @@ mod communication;
 pub mod local_group;
 mod stream_errors;
 
-pub use caller_work::CallerWork;
+pub use caller_work::{CallerWork, FirstLaunchAfterWait};
 pub use communication::{
     COLLECTIVE_TYPES, CommunicationId, DeviceSet, ReduceOperation, ServerCommunication,
     check_collective_type, check_in_place_or_disjoint, check_part_sizes,
