@@ -344,6 +344,8 @@ impl ServerCommunication for CpuServer {
         &mut self,
         descriptor: CopyDescriptor,
         stream: StreamId,
+        // Every virtual device reads this process's host memory.
+        _reader: DeviceId,
     ) -> Result<Option<Self::PeerSource>, ServerError> {
         self.errors.take(stream)?;
         descriptor.validate()?;

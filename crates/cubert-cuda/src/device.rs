@@ -44,7 +44,7 @@ pub struct CudaInfo {
     /// Bytes of L2 cache.
     pub l2_cache_bytes: u32,
     /// Whether `to_client` may copy directly between this GPU and its peers (`[cuda]
-    /// peer_copy`, off with `[memory] paged`, or with a growable pool in use).
+    /// peer_copy`).
     pub peer_copy: bool,
 }
 

@@ -38,6 +38,7 @@ mod graph;
 pub mod interop;
 mod kernel;
 pub mod lang;
+mod mapped_runs;
 pub mod nccl;
 mod peer;
 mod prelude;

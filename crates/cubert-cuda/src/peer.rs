@@ -16,10 +16,10 @@
 //!
 //! The host never waits for the device. Devices reach each other when
 //! `cuDeviceCanAccessPeer` says so (or when both are the same GPU); otherwise, or with
-//! `[cuda] peer_copy = false` (`CUBERT_CUDA_PEER_COPY=false`, to test the other path), or
-//! with `[memory] paged = true` (mapped pages are granted to their own device only; the
-//! growable pool is off on multi-GPU hosts while peer copies are on), `to_client` goes
-//! through pinned host memory.
+//! `[cuda] peer_copy = false` (`CUBERT_CUDA_PEER_COPY=false`, to test the other path),
+//! `to_client` goes through pinned host memory. Page-mapped memory (the growable and paged
+//! pools) is granted to its own device when mapped; step 1 grants the destination GPU
+//! access to it (`CudaStorage::grant_reader`, once per pair of GPUs).
 //!
 //! The server (its `ServerCommunication`, in `server/communication.rs`) checks its health,
 //! binds its context, and resolves the memory and orders it on its stream; the steps here

@@ -92,9 +92,6 @@ pub struct CudaServer {
     graphs: Graphs,
     /// Collective stream, communicator slots, held calls.
     collectives: CudaCollectives,
-    /// Whether `[memory] growable` may be on here (not on a host of several GPUs with peer
-    /// copies on: mapped pages are granted to their own GPU only).
-    growable_allowed: bool,
     /// Whether a kernel was launched since the caller last waited for the device (a sync or
     /// a read): a launch runs on an idle caller's thread only when none was.
     launches: FirstLaunchAfterWait,
@@ -150,18 +147,12 @@ impl CudaServer {
             properties.memory.pitch_alignment = config.cuda.pitch_alignment;
         }
         let total = properties.memory.total_memory;
-        // Mapped pages are granted to their own device only, so a peer copy can't read them:
-        // with several GPUs and peer copies on, large blocks stay in the block pools.
-        let mut memory_options = config.memory.options();
-        let growable_allowed = crate::device_count() <= 1 || !config.cuda.peer_copy;
-        memory_options.growable &= growable_allowed;
-        // The growable pool is on here only where no other GPU could read its pages (one
-        // GPU: peer copies are between servers of this GPU), so it leaves them on.
-        let maps_pages = memory_options.paged;
+        // Page-mapped pools are on with several GPUs too: the storage grants a peer GPU
+        // access to mapped memory at the first peer copy it reads (`grant_reader`).
         let memory = DeviceMemory::new(
             device.to_id(),
             CudaStorage::new(context.clone()),
-            memory_options,
+            config.memory.options(),
             MemoryLimits {
                 max_allocation: total,
                 capacity: (config.cuda.memory_limit > 0).then_some(config.cuda.memory_limit),
@@ -183,8 +174,7 @@ impl CudaServer {
             driver: driver_status().describe(),
             nvrtc,
             l2_cache_bytes: info.l2_cache_bytes,
-            // Mapped pages are granted to their own device only: no peer copies from them.
-            peer_copy: config.cuda.peer_copy && !maps_pages,
+            peer_copy: config.cuda.peer_copy,
         };
         let utilities = ServerUtilities::new(device.to_id(), properties, cuda_info, layout, config)
             .with_staging(Arc::new(PinnedStaging(pinned.clone())));
@@ -220,7 +210,6 @@ impl CudaServer {
             profiler: Profiler::new(timing_events),
             graphs: Graphs::default(),
             collectives: CudaCollectives::default(),
-            growable_allowed,
             launches: FirstLaunchAfterWait::default(),
             utilities: Arc::new(utilities),
             context,
@@ -919,15 +908,13 @@ impl ComputeServer for CudaServer {
 
     fn install_memory_pools(
         &mut self,
-        mut options: cubert_runtime::memory::MemoryOptions,
+        options: cubert_runtime::memory::MemoryOptions,
         _stream: StreamId,
     ) -> Result<(), ServerError> {
         self.enter()?;
         self.drain_releases();
         // Freed blocks can be given back only once the device is done with them.
         self.settle();
-        // As when the server started: no growable pool where peer copies could need it.
-        options.growable &= self.growable_allowed;
         Ok(self
             .memory
             .manager()

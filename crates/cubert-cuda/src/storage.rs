@@ -8,9 +8,16 @@
 //! (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`): with
 //! `[memory] paged = true` the memory manager backs large allocations with individually
 //! mapped 2 MiB pages, so fragmentation can't strand physical memory.
+//!
+//! Mapped memory is granted to its own device when it is mapped. A peer copy reads it from
+//! another GPU's copy engine, so the first peer copy from this device to another grants
+//! that GPU read-write access to everything mapped so far ([`CudaStorage::grant_reader`],
+//! over the runs `mapped_runs` keeps), and later mappings are granted to it too, as
+//! PyTorch's expandable segments do for peers. Programs without peer copies pay nothing.
 
 use crate::context::CudaContext;
 use crate::driver;
+use crate::mapped_runs::MappedRuns;
 use cubert_runtime::IoError;
 use cubert_runtime::memory::ForeignMemory;
 use cubert_runtime::storage::{ComputeStorage, PageId, PageMapper, StorageHandle, StorageId};
@@ -36,6 +43,10 @@ pub struct CudaStorage {
     /// freed here.
     foreign: HashMap<StorageId, ForeignMemory>,
     pages: HashSet<u64>,
+    /// What is mapped in `ranges`.
+    mapped: MappedRuns,
+    /// Other GPUs granted access to mapped memory (ordinals), as peer copies need it.
+    readers: Vec<u32>,
     granularity: Option<u64>,
     next_id: u64,
 }
@@ -49,9 +60,45 @@ impl CudaStorage {
             ranges: HashMap::new(),
             foreign: HashMap::new(),
             pages: HashSet::new(),
+            mapped: MappedRuns::default(),
+            readers: Vec::new(),
             granularity: None,
             next_id: 0,
         }
+    }
+
+    /// Grants GPU `ordinal` read-write access to every page mapped here now and later, so
+    /// that its copy engine can read this device's page-mapped memory in a peer copy. Once
+    /// per GPU; nothing for this storage's own GPU.
+    ///
+    /// # Errors
+    /// The driver's refusal (two GPUs that can't access each other's memory); the GPU is
+    /// then not recorded as a reader and the next call tries again.
+    pub fn grant_reader(&mut self, ordinal: u32) -> Result<(), IoError> {
+        if ordinal == self.context.ordinal() || self.readers.contains(&ordinal) {
+            return Ok(());
+        }
+        self.context
+            .bind()
+            .map_err(|failure| self.failed(failure, 0))?;
+        let access = [read_write(ordinal)];
+        let ranges: Vec<StorageId> = self.mapped.ranges().collect();
+        for range in ranges {
+            let Some(&(ptr, _)) = self.ranges.get(&range) else {
+                continue;
+            };
+            for (offset, size) in self.mapped.runs(range) {
+                driver::memory::set_access(ptr + offset, size as usize, &access)
+                    .map_err(|failure| self.failed(failure, size))?;
+            }
+        }
+        self.readers.push(ordinal);
+        Ok(())
+    }
+
+    /// The GPUs granted access to mapped memory besides this storage's own.
+    pub fn readers(&self) -> &[u32] {
+        &self.readers
     }
 
     fn next_id(&mut self) -> StorageId {
@@ -209,6 +256,7 @@ impl PageMapper for CudaStorage {
     }
 
     fn free_range(&mut self, range: StorageId) {
+        self.mapped.forget_range(range);
         if let Some((ptr, size)) = self.ranges.remove(&range)
             && self.context.bind().is_ok()
         {
@@ -238,12 +286,10 @@ impl PageMapper for CudaStorage {
             .ranges
             .get(&range)
             .ok_or_else(|| IoError::not_found("unknown address range"))?;
-        // SAFETY: CUmemAccessDesc is a plain C struct; all-zero is valid before the fields
-        // below are set.
-        let mut access: sys::CUmemAccessDesc = unsafe { std::mem::zeroed() };
-        access.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-        access.location.id = self.context.ordinal() as i32;
-        access.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        let access: Vec<sys::CUmemAccessDesc> = std::iter::once(self.context.ordinal())
+            .chain(self.readers.iter().copied())
+            .map(read_write)
+            .collect();
         // One call for the whole run, across the physical allocations mapped in it (as
         // PyTorch's expandable segments do): every page of it is mapped.
         driver::memory::set_access(ptr + start, size as usize, &access)
@@ -285,14 +331,17 @@ impl PageMapper for CudaStorage {
         // The block and the range belong to this context; the block-sized slot at `offset`
         // is inside the range and unmapped.
         driver::memory::map(ptr + offset, size as usize, block.0)
-            .map_err(|failure| self.failed(failure, size))
+            .map_err(|failure| self.failed(failure, size))?;
+        self.mapped.mapped(range, offset, size);
+        Ok(())
     }
 
     fn unmap_block(&mut self, range: StorageId, start: u64, pages: u64) {
+        let size = self.page_size().saturating_mul(pages);
+        self.mapped.unmapped(range, start, size);
         if let Some((ptr, _)) = self.ranges.get(&range).copied()
             && self.context.bind().is_ok()
         {
-            let size = self.page_size().saturating_mul(pages);
             // SAFETY: the block was mapped whole at `start` by `map_block` and no work uses
             // it (the pools unmap only blocks whose stream points are complete).
             let _ = unsafe { driver::memory::unmap(ptr + start, size as usize) };
@@ -300,6 +349,7 @@ impl PageMapper for CudaStorage {
     }
 
     fn unmap(&mut self, range: StorageId, start: u64, size: u64) {
+        self.mapped.unmapped(range, start, size);
         if let Some((ptr, _)) = self.ranges.get(&range).copied()
             && self.context.bind().is_ok()
         {
@@ -313,6 +363,17 @@ impl PageMapper for CudaStorage {
     }
 }
 
+/// Read-write access for GPU `ordinal`.
+fn read_write(ordinal: u32) -> sys::CUmemAccessDesc {
+    // SAFETY: CUmemAccessDesc is a plain C struct; all-zero is valid before the fields below
+    // are set.
+    let mut access: sys::CUmemAccessDesc = unsafe { std::mem::zeroed() };
+    access.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = ordinal as i32;
+    access.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    access
+}
+
 impl Drop for CudaStorage {
     fn drop(&mut self) {
         if self.context.bind().is_err() {
@@ -322,13 +383,12 @@ impl Drop for CudaStorage {
             // SAFETY: each pointer came from cuMemAlloc in this context and is freed once.
             let _ = unsafe { driver::memory::free(*ptr) };
         }
-        let page = self.page_size() as usize;
-        for (ptr, size) in self.ranges.values() {
-            for offset in (0..*size as usize).step_by(page) {
-                // SAFETY: pages of a range reserved by this storage; unmapping one that is
-                // not mapped fails harmlessly; the context is idle (the server synchronized
-                // it before dropping its fields).
-                let _ = unsafe { driver::memory::unmap(*ptr + offset as u64, page) };
+        for (range, (ptr, size)) in &self.ranges {
+            for (offset, bytes) in self.mapped.blocks(*range) {
+                // SAFETY: a block this storage mapped whole at `offset` of its range and
+                // never unmapped; the context is idle (the server synchronized it before
+                // dropping its fields).
+                let _ = unsafe { driver::memory::unmap(*ptr + offset, bytes as usize) };
             }
             // SAFETY: the range was reserved by this storage and is freed once, unmapped.
             let _ = unsafe { driver::memory::address_free(*ptr, *size as usize) };

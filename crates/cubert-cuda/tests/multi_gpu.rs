@@ -1,6 +1,6 @@
 //! Several GPUs: NCCL all-reduce, all-gather, reduce-scatter and broadcast (every
 //! collective type, 1 element to 1 GiB, sum and mean), send/recv, both `to_client` paths
-//! (peer copy and pinned host round trip), ordering without `sync_collective`, inline device
+//! (peer copy and pinned host round trip; peer copies of page-mapped memory), ordering without `sync_collective`, inline device
 //! handles, and process groups of 2 and of every GPU (every collective), started by `cubert
 //! launch` and by re-running this test binary as the ranks.
 //!
@@ -590,6 +590,75 @@ fn to_client_peer_and_host_paths_agree() {
                 .copy_descriptor([rows, cols], layout.strides.clone(), 4);
         let copy = a.to_client_tensor(descriptor, &b, ElemType::U32).unwrap();
         assert!(b.read_one(copy).unwrap().to_elems::<u32>()[..] == data[..rows * cols]);
+    }
+}
+
+/// Page-mapped memory (the growable pool, the default, and the paged pool) is peer-copied to
+/// every other GPU and back: memory mapped before the first copy to a GPU (granted to it by
+/// that copy) and memory mapped after (granted as it is mapped).
+#[test]
+#[ignore = "needs 2 or more CUDA devices"]
+fn page_mapped_memory_is_peer_copied_to_every_gpu_mapped_before_and_after_the_first_copy() {
+    let Some(count) = gpus() else {
+        return;
+    };
+    let mut paged = CubertConfig::default();
+    paged.memory.paged = true;
+    for (config, pool) in [(CubertConfig::default(), "growable"), (paged, "paged")] {
+        let gpus: Vec<Client> = (0..count)
+            .map(|index| client(index, &config, DeviceHandleMode::Threaded))
+            .collect();
+        let source = &gpus[0];
+        let pattern = |seed: u32, len: usize| -> Vec<u32> {
+            (0..len as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761) ^ seed)
+                .collect()
+        };
+        let early_data = pattern(1, 16 * MIB);
+        let early = source
+            .create_from_slice(bytemuck::cast_slice(&early_data))
+            .unwrap();
+        let mapped = |client: &Client| {
+            client
+                .memory_report()
+                .unwrap()
+                .pools
+                .into_iter()
+                .find(|report| report.name == pool)
+                .map_or(0, |report| report.bytes_in_use)
+        };
+        assert!(
+            mapped(source) >= (64 * MIB) as u64,
+            "the {pool} pool holds the source"
+        );
+        for (index, gpu) in gpus.iter().enumerate().skip(1) {
+            if !source.peer_copy_supported(gpu) {
+                eprintln!("note: GPUs 0 and {index} can't access each other: not tested");
+                continue;
+            }
+            let there = source.to_client(early.clone(), gpu, ElemType::U32).unwrap();
+            assert!(
+                gpu.read_one(there.clone()).unwrap().to_elems::<u32>() == early_data,
+                "{pool}: mapped before the first copy, to GPU {index}"
+            );
+            // Mapped after this GPU was granted access: granted as it is mapped.
+            let late_data = pattern(index as u32 + 2, 24 * MIB);
+            let late = source
+                .create_from_slice(bytemuck::cast_slice(&late_data))
+                .unwrap();
+            let there_late = source.to_client(late, gpu, ElemType::U32).unwrap();
+            assert!(
+                gpu.read_one(there_late).unwrap().to_elems::<u32>() == late_data,
+                "{pool}: mapped after the first copy, to GPU {index}"
+            );
+            // And back: GPU `index`'s own mapped memory, read by GPU 0.
+            assert!(mapped(gpu) >= (64 * MIB) as u64, "{pool} on GPU {index}");
+            let back = gpu.to_client(there, source, ElemType::U32).unwrap();
+            assert!(
+                source.read_one(back).unwrap().to_elems::<u32>() == early_data,
+                "{pool}: back from GPU {index}"
+            );
+        }
     }
 }
 

@@ -126,18 +126,20 @@ pub fn map(
     unsafe { sys::cuMemMap(ptr, size, 0, handle, 0) }.during("cuMemMap")
 }
 
-/// Sets the access of the mapped range `ptr..ptr + size` (`cuMemSetAccess`, one
-/// descriptor).
+/// Sets the access of the mapped range `ptr..ptr + size` for each device `access` names
+/// (`cuMemSetAccess`); other devices' access is left as it was.
 ///
 /// # Errors
-/// The driver's error (it checks that the range is mapped).
+/// The driver's error (it checks that the range is mapped and that each device may access
+/// this one's memory).
 pub fn set_access(
     ptr: CUdeviceptr,
     size: usize,
-    access: &CUmemAccessDesc,
+    access: &[CUmemAccessDesc],
 ) -> Result<(), DriverFailure> {
-    // SAFETY: `access` is one live descriptor; the driver validates the range.
-    unsafe { sys::cuMemSetAccess(ptr, size, access, 1) }.during("cuMemSetAccess")
+    // SAFETY: `access` holds `access.len()` live descriptors; the driver validates the range.
+    unsafe { sys::cuMemSetAccess(ptr, size, access.as_ptr(), access.len()) }
+        .during("cuMemSetAccess")
 }
 
 /// Unmaps `ptr..ptr + size` (`cuMemUnmap`).

@@ -9,12 +9,13 @@
 //! [`CudaCollectives`]: crate::collective::CudaCollectives
 
 use super::CudaServer;
+use crate::CudaDevice;
 use crate::collective::Operands;
 use crate::peer::{self, DevicePeerReceipt, DevicePeerSource, peer_copy_supported};
 use cubert_runtime::copy::CopyDescriptor;
 use cubert_runtime::distributed::ProcessGroup;
 use cubert_runtime::server::{ReduceOperation, ServerCommunication, ServerUtilities};
-use cubert_runtime::{Binding, DeviceId, ElemType, Handle, IoError, ServerError, StreamId};
+use cubert_runtime::{Binding, Device, DeviceId, ElemType, Handle, IoError, ServerError, StreamId};
 use cudarc::driver::sys::CUdeviceptr;
 
 impl CudaServer {
@@ -24,6 +25,7 @@ impl CudaServer {
         &mut self,
         descriptor: CopyDescriptor,
         stream: StreamId,
+        reader: DeviceId,
     ) -> Result<Option<DevicePeerSource>, ServerError> {
         self.enter()?;
         self.shared.take_errors(stream)?;
@@ -34,6 +36,9 @@ impl CudaServer {
         self.drain_releases();
         self.use_on(descriptor.handle.id(), stream)?;
         let ptr = self.resolve(&descriptor.handle)?.ptr;
+        // Page-mapped memory is granted per device: the reader's copy engine needs it.
+        let reader = CudaDevice::from_id(reader).index;
+        self.memory.manager().storage().grant_reader(reader)?;
         DevicePeerSource::record(
             &self.context,
             &mut self.streams,
@@ -115,8 +120,9 @@ impl ServerCommunication for CudaServer {
         &mut self,
         descriptor: CopyDescriptor,
         stream: StreamId,
+        reader: DeviceId,
     ) -> Result<Option<DevicePeerSource>, ServerError> {
-        self.peer_source_of(descriptor, stream)
+        self.peer_source_of(descriptor, stream, reader)
             .map_err(|error| self.shared.observe(error))
     }
 

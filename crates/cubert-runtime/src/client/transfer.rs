@@ -120,8 +120,9 @@ impl<R: Runtime> ComputeClient<R> {
         let dense = descriptor.validate()?;
         let src_stream = self.stream_id();
         let dst_stream = dst.stream_id();
+        let reader = dst.device_id();
         let Some(source) =
-            self.call(move |server| server.peer_source(descriptor, src_stream))??
+            self.call(move |server| server.peer_source(descriptor, src_stream, reader))??
         else {
             return Ok(None);
         };

@@ -98,8 +98,8 @@ settings! {
         /// Serve large requests from one growable, page-mapped address range per stream
         /// (`growable_pool`: PyTorch's expandable segments) where the storage can map pages
         /// (CUDA; the CPU keeps the block pools). On by default; `paged`, when on, takes
-        /// precedence. On CUDA hosts with several GPUs it is off while peer copies are on
-        /// (`[cuda] peer_copy`): mapped pages are granted to their own GPU only.
+        /// precedence. With several GPUs, a GPU that peer-copies from this one is granted
+        /// access to its mapped pages at its first copy.
         #[serde(deserialize_with = "values::flag")]
         pub growable: bool,
         /// Smallest physical chunk the growable pool creates where its range grows, rounded

@@ -272,17 +272,19 @@ pub trait ServerCommunication {
     }
 
     /// Step 1 of a peer copy, on the source: checks `descriptor`, orders its memory after the
-    /// work queued before on `stream`, and returns what the destination needs to pull it.
-    /// `Ok(None)` means this copy can't be done directly (an unusual layout): the caller goes
-    /// through the host instead.
+    /// work queued before on `stream`, makes it readable by device `reader` (the
+    /// destination: a backend whose memory is granted per device grants it here), and
+    /// returns what the destination needs to pull it. `Ok(None)` means this copy can't be
+    /// done directly (an unusual layout): the caller goes through the host instead.
     ///
     /// # Errors
-    /// The errors queued on `stream` (as a read returns them), or [`IoError::NotFound`] for
-    /// memory that isn't bound here.
+    /// The errors queued on `stream` (as a read returns them), [`IoError::NotFound`] for
+    /// memory that isn't bound here, or the backend's refusal to let `reader` read it.
     fn peer_source(
         &mut self,
         _descriptor: CopyDescriptor,
         _stream: StreamId,
+        _reader: DeviceId,
     ) -> Result<Option<Self::PeerSource>, ServerError> {
         Ok(None)
     }
