@@ -36,7 +36,7 @@ impl CudaServer {
         self.drain_releases();
         self.use_on(descriptor.handle.id(), stream)?;
         let ptr = self.resolve(&descriptor.handle)?.ptr;
-        // Page-mapped memory is granted per device: the reader's copy engine needs it.
+        // Page-mapped memory is granted per device: ungranted, the driver stages the copy.
         let reader = CudaDevice::from_id(reader).index;
         self.memory.manager().storage().grant_reader(reader)?;
         DevicePeerSource::record(
