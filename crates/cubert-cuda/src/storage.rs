@@ -49,6 +49,8 @@ pub struct CudaStorage {
     mapped: MappedRuns,
     /// Other GPUs granted access to mapped memory (ordinals), for direct peer copies.
     readers: Vec<u32>,
+    /// GPUs the driver refused access to mapped memory; not asked again.
+    refused_readers: Vec<u32>,
     granularity: Option<u64>,
     next_id: u64,
 }
@@ -64,6 +66,7 @@ impl CudaStorage {
             pages: HashSet::new(),
             mapped: MappedRuns::default(),
             readers: Vec::new(),
+            refused_readers: Vec::new(),
             granularity: None,
             next_id: 0,
         }
@@ -74,12 +77,30 @@ impl CudaStorage {
     /// per GPU; nothing for this storage's own GPU.
     ///
     /// # Errors
-    /// The driver's refusal (two GPUs that can't access each other's memory); the GPU is
-    /// then not recorded as a reader and the next call tries again.
+    /// The driver's refusal (two GPUs that can't access each other's memory). The GPU is
+    /// then remembered as refused, and later calls for it return `Ok` without asking the
+    /// driver again: its peer copies stay staged by the driver, correct and slower.
     pub fn grant_reader(&mut self, ordinal: u32) -> Result<(), IoError> {
-        if ordinal == self.context.ordinal() || self.readers.contains(&ordinal) {
+        if ordinal == self.context.ordinal()
+            || self.readers.contains(&ordinal)
+            || self.refused_readers.contains(&ordinal)
+        {
             return Ok(());
         }
+        match self.grant_mapped_runs(ordinal) {
+            Ok(()) => {
+                self.readers.push(ordinal);
+                Ok(())
+            }
+            Err(refusal) => {
+                self.refused_readers.push(ordinal);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Grants GPU `ordinal` read-write access to every run mapped now.
+    fn grant_mapped_runs(&mut self, ordinal: u32) -> Result<(), IoError> {
         self.context
             .bind()
             .map_err(|failure| self.failed(failure, 0))?;
@@ -94,13 +115,7 @@ impl CudaStorage {
                     .map_err(|failure| self.failed(failure, size))?;
             }
         }
-        self.readers.push(ordinal);
         Ok(())
-    }
-
-    /// The GPUs granted access to mapped memory besides this storage's own.
-    pub fn readers(&self) -> &[u32] {
-        &self.readers
     }
 
     fn next_id(&mut self) -> StorageId {
@@ -288,13 +303,31 @@ impl PageMapper for CudaStorage {
             .ranges
             .get(&range)
             .ok_or_else(|| IoError::not_found("unknown address range"))?;
-        let access: Vec<sys::CUmemAccessDesc> = std::iter::once(self.context.ordinal())
-            .chain(self.readers.iter().copied())
-            .map(read_write)
-            .collect();
+        let own = read_write(self.context.ordinal());
         // One call for the whole run, across the physical allocations mapped in it (as
         // PyTorch's expandable segments do): every page of it is mapped.
-        driver::memory::set_access(ptr + start, size as usize, &access)
+        if !self.readers.is_empty() {
+            let access: Vec<sys::CUmemAccessDesc> = std::iter::once(own)
+                .chain(self.readers.iter().copied().map(read_write))
+                .collect();
+            match driver::memory::set_access(ptr + start, size as usize, &access) {
+                Ok(()) => return Ok(()),
+                // A reader the driver refuses must not fail this device's own allocation:
+                // grant its own GPU alone, and stop granting the readers (their peer
+                // copies are staged by the driver from now on).
+                Err(refusal) => {
+                    tracing::warn!(
+                        "GPU {} stops granting its mapped memory to GPUs {:?}: {}",
+                        self.context.ordinal(),
+                        self.readers,
+                        refusal.into_io_error(size)
+                    );
+                    let readers = std::mem::take(&mut self.readers);
+                    self.refused_readers.extend(readers);
+                }
+            }
+        }
+        driver::memory::set_access(ptr + start, size as usize, &[own])
             .map_err(|failure| self.failed(failure, size))
     }
 
@@ -399,5 +432,66 @@ impl Drop for CudaStorage {
             // SAFETY: pages created by this storage, unmapped above, released once.
             let _ = unsafe { driver::memory::release(page) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// Storage of GPU 0 with one block of `pages` mapped and granted at the start of a
+    /// range, or `None` (with a note) without a CUDA device.
+    fn storage_with_a_mapped_block(pages: u64) -> Option<(CudaStorage, StorageId)> {
+        if crate::device_count() == 0 {
+            eprintln!("skipped: needs a CUDA device");
+            return None;
+        }
+        let context = CudaContext::new(0).unwrap();
+        let mut storage = CudaStorage::new(context);
+        storage.granularity().unwrap();
+        let range = storage.reserve_range(64 * MIB).unwrap();
+        let block = storage.create_block(pages).unwrap();
+        storage.map_block(range, 0, block, pages).unwrap();
+        let size = pages * storage.page_size();
+        storage.grant_access(range, 0, size).unwrap();
+        Some((storage, range))
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn a_refused_reader_is_remembered_and_not_asked_again() {
+        let Some((mut storage, _range)) = storage_with_a_mapped_block(2) else {
+            return;
+        };
+        // No GPU 999: the driver refuses it (something is mapped, so it is asked).
+        assert!(storage.grant_reader(999).is_err());
+        assert_eq!(storage.refused_readers, vec![999]);
+        assert!(storage.readers.is_empty());
+        assert!(storage.grant_reader(999).is_ok(), "not asked again");
+        assert!(storage.grant_reader(0).is_ok(), "its own GPU needs nothing");
+        assert!(storage.readers.is_empty());
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn a_reader_the_driver_refuses_never_fails_a_mapping_of_its_own_gpu() {
+        let Some((mut storage, range)) = storage_with_a_mapped_block(1) else {
+            return;
+        };
+        // Recorded while nothing was refused (as after a grant over no mapped run): the
+        // next mapping falls back to its own GPU and drops the reader.
+        storage.readers.push(999);
+        let page = storage.page_size();
+        let block = storage.create_block(1).unwrap();
+        storage.map_block(range, page, block, 1).unwrap();
+        storage.grant_access(range, page, page).unwrap();
+        assert!(storage.readers.is_empty());
+        assert_eq!(storage.refused_readers, vec![999]);
+        let block = storage.create_block(1).unwrap();
+        storage.map_block(range, 2 * page, block, 1).unwrap();
+        storage.grant_access(range, 2 * page, page).unwrap();
+        assert_eq!(storage.mapped.runs(range), vec![(0, 3 * page)]);
     }
 }
