@@ -107,6 +107,90 @@ mod tests {
         assert_eq!(mapped.ranges().count(), 0, "an emptied range is forgotten");
     }
 
+    /// What a pool may do to a range of 64 pages.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Map a block of `pages` pages at page `start`, where they are all unmapped.
+        Map { start: u64, pages: u64 },
+        /// Unmap the `index`-th mapped block (modulo their number), whole.
+        UnmapBlock { index: usize },
+        /// Unmap `pages` pages from page `start`, page by page (the paged pool's way):
+        /// only where every block starting there is one page and none straddles the ends.
+        UnmapPages { start: u64, pages: u64 },
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..64, 1u64..8).prop_map(|(start, pages)| Step::Map { start, pages }),
+            (0usize..64).prop_map(|index| Step::UnmapBlock { index }),
+            (0u64..64, 1u64..8).prop_map(|(start, pages)| Step::UnmapPages { start, pages }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The runs are the maximal stretches of mapped pages, and the blocks those mapped,
+        /// after any sequence of mappings and unmappings a pool may make.
+        #[test]
+        fn runs_are_the_maximal_stretches_of_mapped_pages(
+            steps in proptest::collection::vec(step(), 1..80)
+        ) {
+            const PAGE: u64 = 2 * MIB;
+            let range = StorageId(7);
+            let mut mapped = MappedRuns::default();
+            // The model: each mapped block, start page → pages.
+            let mut blocks: BTreeMap<u64, u64> = BTreeMap::new();
+            let covered = |blocks: &BTreeMap<u64, u64>, page: u64| {
+                blocks.iter().any(|(&start, &pages)| (start..start + pages).contains(&page))
+            };
+            for step in steps {
+                match step {
+                    Step::Map { start, pages } => {
+                        if (start..start + pages).all(|page| !covered(&blocks, page)) {
+                            blocks.insert(start, pages);
+                            mapped.mapped(range, start * PAGE, pages * PAGE);
+                        }
+                    }
+                    Step::UnmapBlock { index } => {
+                        if let Some((&start, &pages)) = blocks.iter().nth(index % blocks.len().max(1)) {
+                            blocks.remove(&start);
+                            mapped.unmapped(range, start * PAGE, pages * PAGE);
+                        }
+                    }
+                    Step::UnmapPages { start, pages } => {
+                        let end = start + pages;
+                        let whole_pages = blocks.iter().all(|(&first, &length)| {
+                            let inside = (start..end).contains(&first);
+                            let straddles = first < start && first + length > start
+                                || first < end && first + length > end;
+                            (!inside || length == 1) && !straddles
+                        });
+                        if whole_pages {
+                            blocks.retain(|&first, _| !(start..end).contains(&first));
+                            mapped.unmapped(range, start * PAGE, pages * PAGE);
+                        }
+                    }
+                }
+            }
+            let expected_blocks: Vec<(u64, u64)> = blocks
+                .iter()
+                .map(|(&start, &pages)| (start * PAGE, pages * PAGE))
+                .collect();
+            proptest::prop_assert_eq!(mapped.blocks(range).collect::<Vec<_>>(), expected_blocks);
+            let mut expected_runs: Vec<(u64, u64)> = Vec::new();
+            for page in 0..80 {
+                if covered(&blocks, page) {
+                    match expected_runs.last_mut() {
+                        Some((start, length)) if *start + *length == page * PAGE => *length += PAGE,
+                        _ => expected_runs.push((page * PAGE, PAGE)),
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(mapped.runs(range), expected_runs);
+            proptest::prop_assert_eq!(mapped.ranges().count(), usize::from(!blocks.is_empty()));
+        }
+    }
+
     #[test]
     fn a_forgotten_range_has_no_blocks() {
         let mut mapped = MappedRuns::default();
