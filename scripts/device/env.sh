@@ -1,9 +1,9 @@
 # Sourced by the other scripts here, on the GPU machine, from the repository root: unpacks
-# the bundle of scripts/gpu-test into $D, makes NCCL (and cuBLAS) loadable, switches NVLink
-# multicast off. $ANCHORS holds the shared anchors these scripts run (allreduce.py): copy
-# ../shared/anchors into .anchors (git-ignored here) and carry it, since ../shared doesn't
-# travel to the device. Device call: carry [".gpu-bundle", ".anchors"], command
-# `bash scripts/device/<script>.sh`.
+# the bundle of scripts/device/bundle.sh (or scripts/gpu-test) into $D, makes NCCL (and
+# cuBLAS) loadable, switches NVLink multicast off. $ANCHORS holds the shared anchors these
+# scripts run (allreduce.py): copy ../shared/anchors into .anchors (git-ignored here) and
+# carry it, since ../shared doesn't travel to the device. Device call: carry
+# [".gpu-bundle", ".anchors"], command `bash scripts/device/<script>.sh`.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export ANCHORS=${ANCHORS:-$PWD/.anchors}
