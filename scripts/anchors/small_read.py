@@ -15,11 +15,11 @@ unit, note}`), which `cubert bench --compare` reads.
     python3 scripts/anchors/small_read.py [--quick]
 """
 
-import json
-import os
 import statistics
 import sys
 import time
+
+from anchor_report import write_report
 
 
 def timed(trips, trip):
@@ -35,65 +35,64 @@ def timed(trips, trip):
     return statistics.median(samples)
 
 
+def scalar_figures(peer, trips, figures, failures, *, full, sync, value_of, increment,
+                   read_call, add_call):
+    """`peer`'s two figures: reading one float32 back (`value_of`, shown as `read_call`),
+    and adding 1 in place (`increment`, shown as `add_call`) then reading it, checked."""
+    x = full(0.5)
+    sync()
+
+    def read(_):
+        if value_of(x) != 0.5:
+            failures.append(f"{peer} read")
+
+    figures[f"{peer}_read_4B_us"] = {
+        "value": timed(trips, read),
+        "unit": "us",
+        "note": f"{read_call} of one float32 on an idle device, median of {trips}",
+    }
+    counter = full(0.0)
+    sync()
+
+    def add_read(i):
+        increment(counter)
+        if value_of(counter) != i + 1:
+            failures.append(f"{peer} add + read {i}")
+
+    figures[f"{peer}_add1_read_us"] = {
+        "value": timed(trips, add_read),
+        "unit": "us",
+        "note": f"{add_call} then {read_call}, median of {trips} (values checked)",
+    }
+
+
 def torch_figures(trips, figures, failures):
     import torch
 
-    x = torch.full((1,), 0.5, dtype=torch.float32, device="cuda")
-    torch.cuda.synchronize()
-
-    def read(_):
-        if x.item() != 0.5:
-            failures.append("torch read")
-
-    figures["torch_read_4B_us"] = {
-        "value": timed(trips, read),
-        "unit": "us",
-        "note": f"x.item() of one float32 on an idle device, median of {trips}",
-    }
-    counter = torch.zeros(1, dtype=torch.float32, device="cuda")
-    torch.cuda.synchronize()
-
-    def add_read(i):
-        counter.add_(1.0)
-        if counter.item() != i + 1:
-            failures.append(f"torch add + read {i}")
-
-    figures["torch_add1_read_us"] = {
-        "value": timed(trips, add_read),
-        "unit": "us",
-        "note": f"x.add_(1) then x.item(), median of {trips} (values checked)",
-    }
+    scalar_figures(
+        "torch", trips, figures, failures,
+        full=lambda value: torch.full((1,), value, dtype=torch.float32, device="cuda"),
+        sync=torch.cuda.synchronize,
+        value_of=lambda x: x.item(),
+        increment=lambda x: x.add_(1.0),
+        read_call="x.item()",
+        add_call="x.add_(1)",
+    )
     return f"torch {torch.__version__}, {torch.cuda.get_device_name()}"
 
 
 def cupy_figures(trips, figures, failures):
     import cupy
 
-    x = cupy.full((1,), 0.5, dtype=cupy.float32)
-    cupy.cuda.Device().synchronize()
-
-    def read(_):
-        if float(x.get()[0]) != 0.5:
-            failures.append("cupy read")
-
-    figures["cupy_read_4B_us"] = {
-        "value": timed(trips, read),
-        "unit": "us",
-        "note": f"x.get() of one float32 on an idle device, median of {trips}",
-    }
-    counter = cupy.zeros((1,), dtype=cupy.float32)
-    cupy.cuda.Device().synchronize()
-
-    def add_read(i):
-        counter.__iadd__(1.0)
-        if float(counter.get()[0]) != i + 1:
-            failures.append(f"cupy add + read {i}")
-
-    figures["cupy_add1_read_us"] = {
-        "value": timed(trips, add_read),
-        "unit": "us",
-        "note": f"x += 1 then x.get(), median of {trips} (values checked)",
-    }
+    scalar_figures(
+        "cupy", trips, figures, failures,
+        full=lambda value: cupy.full((1,), value, dtype=cupy.float32),
+        sync=cupy.cuda.Device().synchronize,
+        value_of=lambda x: float(x.get()[0]),
+        increment=lambda x: x.__iadd__(1.0),
+        read_call="x.get()",
+        add_call="x += 1",
+    )
     return f"cupy {cupy.__version__}"
 
 
@@ -111,13 +110,7 @@ def main() -> int:
         "figures": figures,
         "failures": failures,
     }
-    out = os.environ.get("OUT", "/tmp/anchors_out")
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "small_read.json")
-    with open(path, "w") as f:
-        json.dump(report, f, indent=1)
-    for name, figure in figures.items():
-        print(f"{name}: {figure['value']:.2f} {figure['unit']}")
+    path = write_report("small_read.json", report)
     for failure in failures[:5]:
         print(f"FAILED: {failure}")
     print(f"wrote {path} ({info})")

@@ -16,13 +16,13 @@ copies. Writes $OUT/torch_peer_copy.json in the figure format of the anchors' sc
     python3 scripts/anchors/torch_peer_copy.py [--quick]
 """
 
-import json
-import os
 import statistics
 import sys
 import time
 
 import torch
+
+from anchor_report import write_report
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -109,13 +109,7 @@ def main() -> int:
         "figures": figures,
         "failures": 0,
     }
-    out = os.environ.get("OUT", "/tmp/anchors_out")
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "torch_peer_copy.json")
-    with open(path, "w") as f:
-        json.dump(report, f, indent=1)
-    for name, figure in figures.items():
-        print(f"{name}: {figure['value']:.1f} {figure['unit']}")
+    path = write_report("torch_peer_copy.json", report, digits=1)
     print(f"wrote {path}")
     return 0
 

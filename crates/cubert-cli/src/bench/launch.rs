@@ -143,56 +143,67 @@ fn reads<R: Runtime>(
     one: &Handle,
     recorder: &mut Recorder,
 ) -> CliResult<()> {
-    recorder.start("cubert_read_4B_us");
+    let name = "cubert_read_4B_us";
+    recorder.start(name);
     let scalar = client.create(Bytes::from_elems(vec![0.5f32]))?;
     client.sync()?;
-    let mut times = Vec::with_capacity(trips);
-    for trip in 0..trips + trips / 10 {
-        let start = Instant::now();
-        let value = client.read_one(scalar.clone())?;
-        let elapsed = start.elapsed();
-        if value.to_elems::<f32>() != [0.5] {
-            recorder.skip("cubert_read_4B_us", &format!("read {value:?}, not 0.5"));
-            return Ok(());
-        }
-        if trip >= trips / 10 {
-            times.push(elapsed.as_secs_f64() * 1e6);
-        }
-    }
-    recorder.emit(
-        "cubert_read_4B_us",
-        median(&times),
-        "us",
+    record_median_trip_us(
+        recorder,
+        name,
         &format!("read_one of 4 bytes on an idle device, median of {trips}"),
-    );
+        trips,
+        |_| Ok(client.read_one(scalar.clone())?),
+        |_, value| (value.to_elems::<f32>() != [0.5]).then(|| format!("read {value:?}, not 0.5")),
+    )?;
 
-    recorder.start("cubert_add1_read_us");
+    let name = "cubert_add1_read_us";
+    recorder.start(name);
     let counter = client.create(Bytes::from_elems(vec![0.0f32]))?;
     client.sync()?;
-    let mut times = Vec::with_capacity(trips);
-    for trip in 0..trips + trips / 10 {
-        let start = Instant::now();
-        ops::add(client, &counter, one, &counter, 1, ElemType::F32)?;
-        let value = client.read_one(counter.clone())?;
-        let elapsed = start.elapsed();
-        if value.to_elems::<f32>() != [(trip + 1) as f32] {
-            recorder.skip(
-                "cubert_add1_read_us",
-                &format!("after {} launches of x[0] += 1, read {value:?}", trip + 1),
-            );
-            return Ok(());
-        }
-        if trip >= trips / 10 {
-            times.push(elapsed.as_secs_f64() * 1e6);
-        }
-    }
-    recorder.emit(
-        "cubert_add1_read_us",
-        median(&times),
-        "us",
+    record_median_trip_us(
+        recorder,
+        name,
         &format!(
             "x[0] += 1 (ops::add in place) then read_one of x, median of {trips} (values checked)"
         ),
-    );
+        trips,
+        |_| {
+            ops::add(client, &counter, one, &counter, 1, ElemType::F32)?;
+            Ok(client.read_one(counter.clone())?)
+        },
+        |trip, value| {
+            (value.to_elems::<f32>() != [(trip + 1) as f32])
+                .then(|| format!("after {} launches of x[0] += 1, read {value:?}", trip + 1))
+        },
+    )
+}
+
+/// Records figure `name` (`note`): the median microseconds of `trips` calls of `trip(i)`
+/// (wall clock, around each call), after `trips / 10` unmeasured ones. `check(i, &result)`,
+/// outside the clock, says what was wrong with a trip's result, if anything; the first
+/// wrong trip skips the figure with it.
+fn record_median_trip_us<T>(
+    recorder: &mut Recorder,
+    name: &str,
+    note: &str,
+    trips: usize,
+    mut trip: impl FnMut(usize) -> CliResult<T>,
+    mut check: impl FnMut(usize, &T) -> Option<String>,
+) -> CliResult<()> {
+    let warm = trips / 10;
+    let mut times = Vec::with_capacity(trips);
+    for index in 0..warm + trips {
+        let start = Instant::now();
+        let result = trip(index)?;
+        let elapsed = start.elapsed();
+        if let Some(wrong) = check(index, &result) {
+            recorder.skip(name, &wrong);
+            return Ok(());
+        }
+        if index >= warm {
+            times.push(elapsed.as_secs_f64() * 1e6);
+        }
+    }
+    recorder.emit(name, median(&times), "us", note);
     Ok(())
 }
