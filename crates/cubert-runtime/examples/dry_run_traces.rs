@@ -1,7 +1,7 @@
 //! The growable pool on the training-loop traces and a trace file, on a dry run of an
-//! H200-sized GPU (no device needed): peak reserved / peak live and the device
-//! allocations of a first replay and of two, for a chunk-size cap (`[memory]
-//! growable_max_chunk`, in MiB; 0, the default, means none).
+//! H200-sized GPU (no device needed): peak reserved / peak live, the device allocations
+//! of a first replay and of two, and the chunks remapped (moved) in each replay, for a
+//! chunk-size cap (`[memory] growable_max_chunk`, in MiB; 0, the default, means none).
 //!
 //! ```text
 //! cargo run --release -p cubert-runtime --example dry_run_traces -- [CAP_MIB ...] [--trace FILE]
@@ -78,8 +78,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             let two = replay(&client, trace)?;
             let ratio = first.peak_bytes_reserved as f64 / trace.peak_live_bytes as f64;
             println!(
-                "cap {cap} MiB, {name}: peak reserved / peak live {ratio:.4}, device allocations {} in the first replay, {} over two",
-                first.storage_allocations, two.storage_allocations
+                "cap {cap} MiB, {name}: peak reserved / peak live {ratio:.4}, device allocations {} in the first replay, {} over two; remaps {} in the first, {} in the second",
+                first.storage_allocations,
+                two.storage_allocations,
+                first.storage_remaps,
+                two.storage_remaps - first.storage_remaps
             );
         }
     }

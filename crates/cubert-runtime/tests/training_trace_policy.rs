@@ -99,3 +99,27 @@ fn training_loops_hold_little_past_their_live_peak_with_few_device_allocations()
         assert_eq!(warm.usage.bytes_in_use, 0, "{name}");
     }
 }
+
+#[test]
+fn a_report_counts_the_chunks_moved_to_where_a_request_needed_them() {
+    const MIB: usize = 1 << 20;
+    let client = dry_run::client(DryRunTarget::with_memory(141 << 30)).unwrap();
+    let first = client.empty(100 * MIB).unwrap();
+    let _second = client.empty(100 * MIB).unwrap();
+    client.sync().unwrap();
+    let before = dry_run::report(&client).unwrap().memory;
+    assert_eq!((before.storage_allocations, before.storage_remaps), (2, 0));
+    // 150 MiB fit no hole; with 250 MiB live the pool may hold 316.5 MiB, so the first
+    // block's chunk (free, its work complete) moves to the end instead of a new 150 MiB.
+    drop(first);
+    let _third = client.empty(150 * MIB).unwrap();
+    client.sync().unwrap();
+    let after = dry_run::report(&client).unwrap().memory;
+    assert_eq!(after.storage_remaps, 1, "{after}");
+    assert_eq!(
+        after.storage_allocations, 3,
+        "the 50 MiB still missing: {after}"
+    );
+    assert_eq!(after.peak_bytes_reserved, 250 * MIB as u64, "{after}");
+    assert!(after.to_string().contains("remapped 1"), "{after}");
+}

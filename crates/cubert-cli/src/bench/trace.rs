@@ -263,14 +263,16 @@ fn replay_trace<R: CliRuntime>(
     let gib = |bytes: u64| bytes as f64 / GIB as f64;
     let warm_driver = warm_report.storage_time.saturating_sub(report.storage_time);
     recorder.info(&format!(
-        "device memory calls: {:.1} ms of the cold replay ({} allocations, {} frees), {:.1} ms \
-         of the warm one ({} allocations, {} frees)",
+        "device memory calls: {:.1} ms of the cold replay ({} allocations, {} frees, {} \
+         remaps), {:.1} ms of the warm one ({} allocations, {} frees, {} remaps)",
         report.storage_time.as_secs_f64() * 1e3,
         report.storage_allocations,
         report.storage_deallocations,
+        report.storage_remaps,
         warm_driver.as_secs_f64() * 1e3,
         warm_report.storage_allocations - report.storage_allocations,
         warm_report.storage_deallocations - report.storage_deallocations,
+        warm_report.storage_remaps - report.storage_remaps,
     ));
     recorder.info(&format!(
         "threaded replay (frees reach the allocator as soon as dropped, possibly before \

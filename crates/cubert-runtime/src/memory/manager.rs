@@ -252,6 +252,8 @@ pub struct MemoryManager<S: ComputeStorage> {
     peak_in_use: u64,
     storage_allocations: u64,
     storage_deallocations: u64,
+    /// Chunks the growable pool unmapped and mapped again elsewhere.
+    storage_remaps: u64,
     /// Time spent in the storage's alloc and dealloc calls.
     storage_time: Duration,
 }
@@ -347,6 +349,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             peak_in_use: 0,
             storage_allocations: 0,
             storage_deallocations: 0,
+            storage_remaps: 0,
             storage_time: Duration::ZERO,
         }
     }
@@ -616,6 +619,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             let after = growable.stats();
             self.storage_allocations += after.chunks_created - before.chunks_created;
             self.storage_deallocations += after.chunks_released - before.chunks_released;
+            self.storage_remaps += after.chunks_moved - before.chunks_moved;
             match outcome {
                 Ok((slot, offset)) => {
                     self.peak_reserved = self.peak_reserved.max(self.reserved());
@@ -1189,6 +1193,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             peak_bytes_in_use: self.peak_in_use,
             storage_allocations: self.storage_allocations,
             storage_deallocations: self.storage_deallocations,
+            storage_remaps: self.storage_remaps,
             storage_time: self.storage_time
                 + self
                     .growable

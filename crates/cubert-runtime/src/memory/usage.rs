@@ -95,6 +95,11 @@ pub struct MemoryReport {
     pub storage_allocations: u64,
     /// Raw allocations returned to the device since the start.
     pub storage_deallocations: u64,
+    /// Physical allocations unmapped and mapped again at another address since the start
+    /// (the growable pool's chunk moves: each costs an unmap, a map and an access grant,
+    /// and no allocation).
+    #[serde(default)]
+    pub storage_remaps: u64,
     /// Wall time spent in the device's memory calls since the start: allocations and
     /// frees, and the growable pool's creates, maps, access grants, unmaps and releases.
     #[serde(default)]
@@ -132,12 +137,13 @@ impl fmt::Display for MemoryReport {
         }
         write!(
             f,
-            "peak reserved {}, peak in use {}, device allocations {} (freed {}, {:.3} ms in \
-             device memory calls)",
+            "peak reserved {}, peak in use {}, device allocations {} (freed {}, remapped {}, \
+             {:.3} ms in device memory calls)",
             format_bytes(self.peak_bytes_reserved),
             format_bytes(self.peak_bytes_in_use),
             self.storage_allocations,
             self.storage_deallocations,
+            self.storage_remaps,
             self.storage_time.as_secs_f64() * 1e3
         )
     }
