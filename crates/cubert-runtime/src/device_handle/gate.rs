@@ -19,13 +19,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// A token naming the calling thread, never 0 and never given to another thread (unlike a
-/// thread-local's address, which a later thread may reuse).
+/// thread-local's address, which a later thread may reuse). A thread whose thread-locals are
+/// being destroyed gets a fresh token instead of a panic.
 fn thread_token() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
         static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
     }
-    TOKEN.with(|token| *token)
+    TOKEN
+        .try_with(|token| *token)
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// See the module docs.
