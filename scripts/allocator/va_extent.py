@@ -11,6 +11,7 @@ total: what a pool that maps pages under its whole extent and never moves them w
 (PyTorch's expandable segments, cubert's growable pool with no chunk moves).
 
     python3 scripts/allocator/va_extent.py /tmp/traces/*.txt
+    python3 scripts/allocator/va_extent.py --dump /tmp/traces/mlp.txt   # best fit's heap at its largest extent
 
 Policies: `best` (smallest hole that fits, lowest address on ties), `first` (lowest
 address), `last` (highest address), `worst` (largest hole).
@@ -35,12 +36,14 @@ def load(path):
     return events
 
 
-def extent_over_live(events, policy):
-    """Largest extent / largest live total of the trace's large blocks under `policy`."""
+def extent_over_live(events, policy, dump=False):
+    """Largest extent / largest live total of the trace's large blocks under `policy`; with
+    `dump`, also prints the heap (blocks and holes, MiB) when the extent was largest."""
     holes = []  # (offset, size), sorted by offset, all below `end`
     end = 0
     live = {}
     live_bytes = peak_live = peak_end = 0
+    snapshot = None
 
     def free_hole(offset, size):
         nonlocal end
@@ -57,7 +60,7 @@ def extent_over_live(events, policy):
         else:
             holes.insert(i, (offset, size))
 
-    for kind, ident, size in events:
+    for index, (kind, ident, size) in enumerate(events):
         if kind == "alloc":
             if size <= SMALL:
                 continue
@@ -83,15 +86,29 @@ def extent_over_live(events, policy):
             else:
                 live[ident] = (end, size)
                 end += size
-            peak_end = max(peak_end, end)
+            if end > peak_end:
+                peak_end = end
+                if dump:
+                    snapshot = (index, live_bytes, sorted(live.values()), list(holes))
         elif ident in live:
             offset, size = live.pop(ident)
             live_bytes -= size
             free_hole(offset, size)
+    if snapshot:
+        index, live_then, blocks, free = snapshot
+        mib = float(1 << 20)
+        print(f"largest extent {peak_end / mib:.1f} MiB at event {index} of {len(events)}, "
+              f"{live_then / mib:.1f} MiB live then (peak {peak_live / mib:.1f})")
+        for offset, size, kind in sorted([(o, s, "block") for o, s in blocks] + [(o, s, "hole") for o, s in free]):
+            print(f"{offset / mib:10.1f} {size / mib:8.1f} {kind}")
     return peak_end / peak_live
 
 
 def main():
+    if sys.argv[1:2] == ["--dump"]:
+        for path in sys.argv[2:]:
+            extent_over_live(load(path), "best", dump=True)
+        return
     for path in sys.argv[1:]:
         events = load(path)
         figures = " ".join(f"{policy} {extent_over_live(events, policy):.4f}" for policy in POLICIES)
