@@ -124,7 +124,8 @@ impl CpuServer {
     /// Frees the memory of every handle dropped since the last call. Work is complete once
     /// its task ran, so no stream can still use it.
     fn drain_releases(&mut self) {
-        self.memory.drain_releases(|_, _| Vec::new());
+        self.memory
+            .drain_releases(|_, _| cubert_runtime::memory::StreamPoints::new());
         // The work that used released foreign memory has run: give it back now.
         drop(self.memory.manager().take_released_foreign());
     }

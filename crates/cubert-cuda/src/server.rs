@@ -47,7 +47,7 @@ use cubert_runtime::host_slice::HostSlice;
 use cubert_runtime::layout::PitchedLayoutPolicy;
 use cubert_runtime::memory::{
     DeviceMemory, ForeignMemory, IdMap, MemoryAllocationMode, MemoryLimits, MemoryReport,
-    MemoryUsage, StreamOrdering, StreamPoint,
+    MemoryUsage, StreamOrdering, StreamPoints,
 };
 use cubert_runtime::profile::{ProfileDuration, ProfilingToken};
 use cubert_runtime::server::{
@@ -76,10 +76,10 @@ pub struct CudaServer {
     memory: DeviceMemory<CudaStorage>,
     /// Released foreign memory whose last use is on a stream being captured: given back once
     /// the capture ends ([`CudaServer::retire_foreign`]).
-    foreign_waiting: Vec<(ForeignMemory, Vec<StreamPoint>)>,
+    foreign_waiting: Vec<(ForeignMemory, StreamPoints)>,
     /// The stream each live allocation was last used on, once it was used: where its
     /// release must wait. Until then that is the stream it was reserved on, which the
-    /// memory manager knows (`MemoryManager::reserved_on`).
+    /// memory manager tells the release (`MemoryManager::release_with`).
     last_use: IdMap<StreamId>,
     streams: Streams,
     status: StatusBlocks,
@@ -320,13 +320,12 @@ impl CudaServer {
     /// stream has reached.
     fn drain_releases(&mut self) {
         let (last_use, streams) = (&mut self.last_use, &mut self.streams);
-        self.memory.drain_releases(|id, manager| {
-            let reserved = manager.reserved_on(id);
+        self.memory.drain_releases(|id, reserved| {
             let stream = last_use.remove(&id).or(reserved.map(|(stream, _)| stream));
-            let points = match stream {
-                Some(stream) => vec![streams.point(stream)],
-                None => Vec::new(),
-            };
+            let points: StreamPoints = stream
+                .map(|stream| streams.point(stream))
+                .into_iter()
+                .collect();
             if reserved.is_some_and(|(_, paged)| paged) {
                 // Arms an event at the point (if none covers it yet), so the paged pool sees
                 // the block complete once the stream passes it and can remap its pages.
@@ -349,7 +348,7 @@ impl CudaServer {
         }
         released.append(&mut self.foreign_waiting);
         for (memory, points) in released {
-            let pending: Vec<StreamPoint> = points
+            let pending: StreamPoints = points
                 .into_iter()
                 .filter(|point| !StreamOrdering::is_complete(&mut self.streams, *point))
                 .collect();

@@ -19,6 +19,10 @@ thread_local! {
     /// device never runs a task of another device on the same thread.
     static BORROWED: Cell<u64> = const { Cell::new(0) };
     static OWNED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// How many marks `OWNED` holds: every call asks whether its thread owns the device,
+    /// and nearly always none does; this answers that without the list (a `Vec` in a
+    /// thread-local has a destructor, so each access of it checks its registration too).
+    static OWNED_COUNT: Cell<usize> = const { Cell::new(0) };
 }
 
 fn contains(set: &'static std::thread::LocalKey<RefCell<Vec<u64>>>, key: u64) -> bool {
@@ -58,7 +62,7 @@ pub(crate) fn is_borrowed(key: u64) -> bool {
 
 /// Whether this thread is in an exclusive section of device `key`.
 pub(crate) fn is_owned(key: u64) -> bool {
-    contains(&OWNED, key)
+    OWNED_COUNT.with(Cell::get) > 0 && contains(&OWNED, key)
 }
 
 /// Marks the current thread as running a server task of `key` until dropped (restoring the
@@ -85,6 +89,7 @@ impl OwnMark {
     /// Sets the mark.
     pub(crate) fn new(key: u64) -> Self {
         push(&OWNED, key);
+        OWNED_COUNT.with(|count| count.set(count.get() + 1));
         Self(key)
     }
 }
@@ -92,6 +97,7 @@ impl OwnMark {
 impl Drop for OwnMark {
     fn drop(&mut self) {
         remove(&OWNED, self.0);
+        OWNED_COUNT.with(|count| count.set(count.get().saturating_sub(1)));
     }
 }
 

@@ -333,7 +333,8 @@ impl WgpuServer {
     /// Frees the memory of every handle dropped since the last call. wgpu orders all
     /// commands, so any later command may reuse it.
     fn drain_releases(&mut self) {
-        self.memory.drain_releases(|_, _| Vec::new());
+        self.memory
+            .drain_releases(|_, _| cubert_runtime::memory::StreamPoints::new());
     }
 
     fn resolve(&mut self, binding: &Binding) -> Result<WgpuResource, IoError> {

@@ -108,7 +108,8 @@ impl DryRunServer {
 
     fn drain_releases(&mut self) {
         // Nothing runs, so no released memory is still in use.
-        self.memory.drain_releases(|_, _| Vec::new());
+        self.memory
+            .drain_releases(|_, _| crate::memory::StreamPoints::new());
     }
 
     fn resolve(&mut self, binding: &Binding) -> Result<VirtualRange, IoError> {

@@ -22,7 +22,7 @@
 //! device allocation or keep a segment alive that coalescing would have freed.
 
 use super::id_map::IdHasher;
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoint, StreamPoints};
 use crate::storage::StorageId;
 use crate::stream::StreamId;
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,7 +100,7 @@ pub struct PoolPolicy {
 #[derive(Debug)]
 enum BlockState {
     Used { requested: u64 },
-    Free { points: Vec<StreamPoint> },
+    Free { points: StreamPoints },
     Parked,
 }
 
@@ -125,7 +125,7 @@ type FreeKey = (u64, u32, u64);
 const ANY_STREAM: u64 = u64::MAX;
 
 /// A parked block: segment, offset, and its stream points (at most one).
-type ParkedBlock = (u32, u64, Vec<StreamPoint>);
+type ParkedBlock = (u32, u64, StreamPoints);
 
 /// Where a taken block lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,9 +200,15 @@ impl BlockPool {
         self.stats
     }
 
+    /// Number of cached free blocks: what the manager asks on every reservation, so it
+    /// reads three counters and no list.
+    pub fn free_block_count(&self) -> u64 {
+        (self.neutral.len() + self.pending.len()) as u64 + self.parked_blocks
+    }
+
     /// Number of cached free blocks and the largest one.
     pub fn free_blocks(&self) -> (u64, u64) {
-        let count = (self.neutral.len() + self.pending.len()) as u64 + self.parked_blocks;
+        let count = self.free_block_count();
         let largest_parked = self
             .parked
             .iter()
@@ -367,11 +373,11 @@ impl BlockPool {
         None
     }
 
-    fn points_of(&self, key: FreeKey) -> Vec<StreamPoint> {
+    fn points_of(&self, key: FreeKey) -> StreamPoints {
         self.block(key)
             .map(|block| match &block.state {
                 BlockState::Free { points } => points.clone(),
-                BlockState::Used { .. } | BlockState::Parked => Vec::new(),
+                BlockState::Used { .. } | BlockState::Parked => StreamPoints::new(),
             })
             .unwrap_or_default()
     }
@@ -425,7 +431,7 @@ impl BlockPool {
                 let points =
                     match std::mem::replace(&mut block.state, BlockState::Used { requested }) {
                         BlockState::Free { points } => points,
-                        BlockState::Used { .. } | BlockState::Parked => Vec::new(),
+                        BlockState::Used { .. } | BlockState::Parked => StreamPoints::new(),
                     };
                 if !exact_only && remainder >= min_split.max(1) {
                     block.size = size;
@@ -481,7 +487,9 @@ impl BlockPool {
             0,
             Block {
                 size: segment_size,
-                state: BlockState::Free { points: Vec::new() },
+                state: BlockState::Free {
+                    points: StreamPoints::new(),
+                },
             },
         );
         let segment = Segment {
@@ -519,7 +527,7 @@ impl BlockPool {
         &mut self,
         segment_index: u32,
         offset: u64,
-        points: Vec<StreamPoint>,
+        points: StreamPoints,
         tick: u64,
     ) -> bool {
         let exact_only = self.policy.exact_only;
@@ -554,7 +562,7 @@ impl BlockPool {
 
     /// Marks the block at `offset` free: merges it with free neighbours (unless the pool is
     /// exact-only) and indexes the result.
-    fn index_free(&mut self, segment_index: u32, offset: u64, points: Vec<StreamPoint>) {
+    fn index_free(&mut self, segment_index: u32, offset: u64, points: StreamPoints) {
         let exact_only = self.policy.exact_only;
         let Some(Some(segment)) = self.segments.get_mut(segment_index as usize) else {
             return;
@@ -693,7 +701,7 @@ impl BlockPool {
 }
 
 /// Adds `from` to `into`, keeping one point per stream (the later one).
-pub(crate) fn merge_points(into: &mut Vec<StreamPoint>, from: &[StreamPoint]) {
+pub(crate) fn merge_points(into: &mut StreamPoints, from: &[StreamPoint]) {
     for point in from {
         match into.iter_mut().find(|p| p.stream == point.stream) {
             Some(existing) => existing.seq = existing.seq.max(point.seq),
@@ -732,11 +740,12 @@ mod tests {
             .unwrap();
         assert_eq!((a.offset, b.offset, c.offset), (0, 1024, 2048));
         assert_eq!(pool.stats().bytes_padding, 24);
-        pool.free(b.segment, b.offset, Vec::new(), 0);
-        pool.free(a.segment, a.offset, Vec::new(), 0);
-        pool.free(c.segment, c.offset, Vec::new(), 0);
+        pool.free(b.segment, b.offset, StreamPoints::new(), 0);
+        pool.free(a.segment, a.offset, StreamPoints::new(), 0);
+        pool.free(c.segment, c.offset, StreamPoints::new(), 0);
         // Three parked blocks and the tail; giving segments back merges them first.
         assert_eq!(pool.free_blocks().0, 4);
+        assert_eq!(pool.free_block_count(), 4);
         let released = pool.release_segments(&mut HostOrdering, |_| false);
         assert_eq!(
             released,
@@ -753,7 +762,7 @@ mod tests {
         let mut pool = pool();
         let stream = StreamId::new(0);
         let a = pool.reserve_in_new_segment(StorageId(1), 2 * MIB, 4096, 4096, 0);
-        pool.free(a.segment, a.offset, Vec::new(), 0);
+        pool.free(a.segment, a.offset, StreamPoints::new(), 0);
         let again = pool.reserve_cached(4096, 4000, stream, &mut HostOrdering, 0);
         assert_eq!(again, Some(a));
         assert_eq!(pool.stats().bytes_padding, 96);
@@ -768,8 +777,8 @@ mod tests {
         let b = pool
             .reserve_cached(MIB, MIB, stream, &mut HostOrdering, 0)
             .unwrap();
-        pool.free(a.segment, a.offset, Vec::new(), 0);
-        pool.free(b.segment, b.offset, Vec::new(), 0);
+        pool.free(a.segment, a.offset, StreamPoints::new(), 0);
+        pool.free(b.segment, b.offset, StreamPoints::new(), 0);
         let whole = pool.reserve_cached(2 * MIB, 2 * MIB, stream, &mut HostOrdering, 0);
         assert_eq!(whole.map(|t| (t.offset, t.block_size)), Some((0, 2 * MIB)));
     }
@@ -783,7 +792,7 @@ mod tests {
             stream: a_stream,
             seq: 3,
         };
-        pool.free(taken.segment, taken.offset, vec![point], 0);
+        pool.free(taken.segment, taken.offset, smallvec::smallvec![point], 0);
         let mut ordering = ManualOrdering {
             complete: false,
             waits: Vec::new(),
@@ -805,7 +814,7 @@ mod tests {
         });
         let stream = StreamId::new(0);
         let big = pool.reserve_in_new_segment(StorageId(1), 64 * MIB, 64 * MIB, 64 * MIB, 0);
-        pool.free(big.segment, big.offset, Vec::new(), 0);
+        pool.free(big.segment, big.offset, StreamPoints::new(), 0);
         // 4 MiB out of a free 64 MiB block would strand 60 MiB: refused.
         assert!(
             pool.reserve_cached(4 * MIB, 4 * MIB, stream, &mut HostOrdering, 0)
@@ -832,8 +841,8 @@ mod tests {
         let _guard2 = pool
             .reserve_cached(512, 512, stream, &mut HostOrdering, 0)
             .unwrap();
-        pool.free(a.segment, a.offset, Vec::new(), 0);
-        pool.free(b.segment, b.offset, Vec::new(), 0);
+        pool.free(a.segment, a.offset, StreamPoints::new(), 0);
+        pool.free(b.segment, b.offset, StreamPoints::new(), 0);
         // Free blocks now: 4096 at 0, 1024 at b, and the tail. A 1000-byte request takes b.
         let c = pool
             .reserve_cached(1024, 1000, stream, &mut HostOrdering, 0)
@@ -865,7 +874,7 @@ mod tests {
             stream: a_stream,
             seq: 5,
         };
-        pool.free(taken.segment, taken.offset, vec![point], 0);
+        pool.free(taken.segment, taken.offset, smallvec::smallvec![point], 0);
         let mut ordering = ManualOrdering {
             complete: false,
             waits: Vec::new(),
@@ -885,7 +894,7 @@ mod tests {
             stream: a_stream,
             seq: 5,
         };
-        pool.free(taken.segment, taken.offset, vec![point], 0);
+        pool.free(taken.segment, taken.offset, smallvec::smallvec![point], 0);
         let mut ordering = ManualOrdering {
             complete: false,
             waits: Vec::new(),
@@ -903,7 +912,7 @@ mod tests {
             stream: StreamId::new(1),
             seq: 1,
         };
-        pool.free(taken.segment, taken.offset, vec![point], 0);
+        pool.free(taken.segment, taken.offset, smallvec::smallvec![point], 0);
         let mut pending = ManualOrdering {
             complete: false,
             waits: Vec::new(),
@@ -927,7 +936,7 @@ mod tests {
         });
         let stream = StreamId::new(0);
         let taken = pool.reserve_in_new_segment(StorageId(1), 4096, 4096, 4000, 0);
-        pool.free(taken.segment, taken.offset, Vec::new(), 0);
+        pool.free(taken.segment, taken.offset, StreamPoints::new(), 0);
         assert!(
             pool.reserve_cached(2048, 2048, stream, &mut HostOrdering, 0)
                 .is_none()

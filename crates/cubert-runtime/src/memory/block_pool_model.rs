@@ -180,7 +180,12 @@ fn run_case(policy: PoolPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
     }
     // Everything freed and complete: every segment goes back.
     for live in std::mem::take(&mut model.live) {
-        pool.free(live.taken.segment, live.taken.offset, Vec::new(), 0);
+        pool.free(
+            live.taken.segment,
+            live.taken.offset,
+            crate::memory::StreamPoints::new(),
+            0,
+        );
     }
     for stream in 0..STREAMS {
         ordering.complete(stream);

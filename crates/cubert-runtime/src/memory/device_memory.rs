@@ -48,7 +48,7 @@
 use super::foreign::ForeignMemory;
 use super::id_map::IdMap;
 use super::manager::{MemoryLimits, MemoryManager, MemoryOptions};
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoints};
 use crate::device::DeviceId;
 use crate::error::IoError;
 use crate::handle::{Binding, HandleFactory, MemoryId, ReleaseQueue};
@@ -154,17 +154,21 @@ impl<S: ComputeStorage> DeviceMemory<S> {
     }
 
     /// Frees the memory of every handle dropped since the last drain. `points` gives the
-    /// stream points up to which the device may still use a released id (the manager is
-    /// passed to look at its slice); return none where queued work is complete once
-    /// submitted. An id neither bound nor failed is noted as released early.
+    /// stream points up to which the device may still use a released id; it is asked once
+    /// per id, with the stream the memory was reserved on and whether it is page-mapped
+    /// (`None` where the id is bound to nothing: its allocation failed or hasn't run); return
+    /// none where queued work is complete once submitted. An id neither bound nor failed is
+    /// noted as released early.
     pub fn drain_releases(
         &mut self,
-        mut points: impl FnMut(MemoryId, &MemoryManager<S>) -> Vec<StreamPoint>,
+        mut points: impl FnMut(MemoryId, Option<(StreamId, bool)>) -> StreamPoints,
     ) {
         self.releases.drain_into(&mut self.released);
         for id in self.released.drain(..) {
-            let points = points(id, &self.manager);
-            if !self.manager.release(id, points) && self.failed.remove(&id).is_none() {
+            let released = self
+                .manager
+                .release_with(id, |reserved| points(id, reserved));
+            if !released && self.failed.remove(&id).is_none() {
                 // Released before its queued allocation ran (see `allocate`).
                 self.manager.release_early(id);
             }
@@ -300,7 +304,7 @@ mod tests {
         let resource = memory.resolve(&handle.view(16, 32).unwrap().binding());
         assert_eq!(resource.unwrap().size, 32);
         drop(handle);
-        memory.drain_releases(|_, _| Vec::new());
+        memory.drain_releases(|_, _| StreamPoints::new());
         assert_eq!(memory.manager_ref().live_slices(), 0);
         assert_eq!(memory.manager_ref().early_releases(), 0);
     }
@@ -311,7 +315,7 @@ mod tests {
         let handle = memory.handles().mint(STREAM, 1024);
         let id = handle.id();
         drop(handle);
-        memory.drain_releases(|_, _| Vec::new());
+        memory.drain_releases(|_, _| StreamPoints::new());
         assert_eq!(memory.manager_ref().early_releases(), 1);
         let allocated = memory.allocate(id, 1024, STREAM, &mut HostOrdering, never_full);
         assert_eq!(allocated.unwrap(), Allocation::ReleasedEarly);
@@ -340,7 +344,7 @@ mod tests {
             "{resolved}"
         );
         drop(handle);
-        memory.drain_releases(|_, _| Vec::new());
+        memory.drain_releases(|_, _| StreamPoints::new());
         assert_eq!(memory.manager_ref().early_releases(), 0);
         assert!(
             memory.failed.is_empty(),
@@ -380,11 +384,11 @@ mod tests {
             .unwrap();
         drop(handle);
         let mut asked = Vec::new();
-        memory.drain_releases(|released, manager| {
-            asked.push((released, manager.slice(released).map(|slice| slice.stream)));
-            Vec::new()
+        memory.drain_releases(|released, reserved| {
+            asked.push((released, reserved));
+            StreamPoints::new()
         });
-        assert_eq!(asked, vec![(id, Some(STREAM))]);
+        assert_eq!(asked, vec![(id, Some((STREAM, false)))]);
     }
 
     #[test]

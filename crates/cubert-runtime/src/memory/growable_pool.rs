@@ -57,7 +57,7 @@
 
 use super::block_pool::merge_points;
 use super::id_map::FastMap;
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoint, StreamPoints};
 use super::usage::timed;
 use crate::error::IoError;
 use crate::storage::{PageId, PageMapper, StorageId};
@@ -79,7 +79,7 @@ struct Block {
 
 enum BlockState {
     Used { requested: u64 },
-    Free { points: Vec<StreamPoint> },
+    Free { points: StreamPoints },
 }
 
 /// A physical allocation mapped into a heap's range.
@@ -104,7 +104,7 @@ struct RecentFree {
     key: u64,
     offset: u64,
     size: u64,
-    points: Vec<StreamPoint>,
+    points: StreamPoints,
 }
 
 /// The address range of one stream and the blocks carved from it.
@@ -418,12 +418,7 @@ impl GrowablePool {
     /// block, else at the end; without, at the end past every block) and returns its offset
     /// and the stream points of the free memory it took (its last users, which the stream
     /// must come after); the block is marked used (requested 0).
-    fn place(
-        &mut self,
-        key: u64,
-        size: u64,
-        reuse: bool,
-    ) -> Result<(u64, Vec<StreamPoint>), IoError> {
+    fn place(&mut self, key: u64, size: u64, reuse: bool) -> Result<(u64, StreamPoints), IoError> {
         let page_size = self.page_size;
         let Some(heap) = self.heaps.get_mut(&key) else {
             return Err(IoError::invalid("no address range for the stream"));
@@ -449,7 +444,7 @@ impl GrowablePool {
                         state: BlockState::Free { points },
                         ..
                     }) => std::mem::take(points),
-                    _ => Vec::new(),
+                    _ => StreamPoints::new(),
                 };
                 if free_size > size {
                     let rest = (offset + size, free_size - size);
@@ -471,7 +466,7 @@ impl GrowablePool {
             None => {
                 // At the end, taking a free last block in where reuse is allowed.
                 let mut offset = heap.end;
-                let mut points = Vec::new();
+                let mut points = StreamPoints::new();
                 if reuse
                     && let Some((&last, block)) = heap.blocks.iter().next_back()
                     && matches!(block.state, BlockState::Free { .. })
@@ -722,7 +717,7 @@ impl GrowablePool {
 
     /// Frees live block `slot`: it stays mapped for reuse; `points` say which stream work
     /// may still use it. Returns `false` if the slot holds no live block.
-    pub fn free(&mut self, slot: u32, points: Vec<StreamPoint>) -> bool {
+    pub fn free(&mut self, slot: u32, points: StreamPoints) -> bool {
         let Some(Some((key, offset))) = self.slots.get(slot as usize).copied() else {
             return false;
         };
@@ -789,7 +784,7 @@ impl GrowablePool {
     }
 
     /// Marks the block at `offset` of heap `key` free, merged with free neighbours.
-    fn free_block(&mut self, key: u64, offset: u64, mut points: Vec<StreamPoint>) {
+    fn free_block(&mut self, key: u64, offset: u64, mut points: StreamPoints) {
         let Some(heap) = self.heaps.get_mut(&key) else {
             return;
         };
@@ -989,7 +984,7 @@ mod tests {
     fn a_freed_block_serves_a_smaller_request_without_driver_calls() {
         let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
-        assert!(pool.free(a, Vec::new()));
+        assert!(pool.free(a, StreamPoints::new()));
         assert_eq!(pool.largest_free_block(), 64 * MIB);
         let maps = mapper.maps;
         reserve(&mut pool, &mut mapper, 60 * MIB);
@@ -1010,8 +1005,8 @@ mod tests {
         let at = offset(&pool, a);
         let calls = (mapper.creates, mapper.maps);
         for _ in 0..3 {
-            assert!(pool.free(a, Vec::new()));
-            assert!(!pool.free(a, Vec::new()), "freed once");
+            assert!(pool.free(a, StreamPoints::new()));
+            assert!(!pool.free(a, StreamPoints::new()), "freed once");
             assert_eq!(pool.stats().free_blocks, 1, "counted free while it waits");
             assert_eq!(pool.largest_free_block(), 64 * MIB);
             a = reserve(&mut pool, &mut mapper, 64 * MIB);
@@ -1056,12 +1051,12 @@ mod tests {
         // Taken back whole (the block freed last).
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let at = offset(&pool, a);
-        pool.free(a, vec![point]);
+        pool.free(a, smallvec::smallvec![point]);
         let again = reserve_with(&mut pool, &mut mapper, 64 * MIB, &mut ordering);
         assert_eq!(offset(&pool, again), at);
         assert_eq!(ordering.waits, vec![(OWN, point)]);
         // Split by best fit: each part waits, the rest keeping the points.
-        pool.free(again, vec![point]);
+        pool.free(again, smallvec::smallvec![point]);
         ordering.waits.clear();
         let first = reserve_with(&mut pool, &mut mapper, 16 * MIB, &mut ordering);
         let second = reserve_with(&mut pool, &mut mapper, 16 * MIB, &mut ordering);
@@ -1073,7 +1068,7 @@ mod tests {
         // The stream's own points need no wait: its work is ordered.
         pool.free(
             first,
-            vec![StreamPoint {
+            smallvec::smallvec![StreamPoint {
                 stream: OWN,
                 seq: 9,
             }],
@@ -1089,7 +1084,7 @@ mod tests {
         let (mut ordering, point) = pending_on_other_stream(false);
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let _end = reserve(&mut pool, &mut mapper, 8 * MIB);
-        pool.free(a, vec![point]);
+        pool.free(a, smallvec::smallvec![point]);
         for size in [64 * MIB, 16 * MIB] {
             let fresh = reserve_with(&mut pool, &mut mapper, size, &mut ordering);
             assert!(offset(&pool, fresh) >= 72 * MIB, "{size}: past every block");
@@ -1102,8 +1097,8 @@ mod tests {
     fn the_block_freed_last_merges_with_its_free_neighbours_before_another_request() {
         let (mut pool, mut mapper) = pool();
         let [a, b, _c] = [0; 3].map(|_| reserve(&mut pool, &mut mapper, 8 * MIB));
-        pool.free(a, Vec::new());
-        pool.free(b, Vec::new());
+        pool.free(a, StreamPoints::new());
+        pool.free(b, StreamPoints::new());
         let calls = (mapper.creates, mapper.maps);
         let both = reserve(&mut pool, &mut mapper, 16 * MIB);
         assert_eq!(offset(&pool, both), 0, "a and b merged");
@@ -1115,8 +1110,8 @@ mod tests {
     fn the_block_freed_last_is_taken_back_only_where_placement_would_pick_it() {
         let (mut pool, mut mapper) = pool();
         let [x, _y, z, _w] = [0; 4].map(|_| reserve(&mut pool, &mut mapper, 8 * MIB));
-        pool.free(x, Vec::new());
-        pool.free(z, Vec::new());
+        pool.free(x, StreamPoints::new());
+        pool.free(z, StreamPoints::new());
         // Both fit exactly with every page backed; placement takes the lower one.
         let next = reserve(&mut pool, &mut mapper, 8 * MIB);
         assert_eq!(offset(&pool, next), 0);
@@ -1128,7 +1123,7 @@ mod tests {
     fn a_larger_request_backs_only_the_pages_past_the_end_with_at_least_a_minimum_chunk() {
         let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         reserve(&mut pool, &mut mapper, 70 * MIB);
         assert_eq!(mapper.creates, 2);
         // 3 pages were missing; the growing end gets 16 MiB.
@@ -1144,7 +1139,7 @@ mod tests {
         // Two 100 MiB blocks; the first freed; a 150 MiB request doesn't fit its hole.
         let a = reserve(&mut pool, &mut mapper, 100 * MIB);
         let _b = reserve(&mut pool, &mut mapper, 100 * MIB);
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         reserve(&mut pool, &mut mapper, 150 * MIB);
         // Live 250 MiB: the budget (1 % + 4 minimum chunks) allows 316.5 MiB; 350 would be
         // held without moving the free chunk.
@@ -1163,7 +1158,7 @@ mod tests {
             .unwrap()
             .0;
         reserve(&mut pool, &mut mapper, 16 * MIB);
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         // The peak seen was 416 MiB: budget 484 MiB. 100 MiB more on stream 0 would hold
         // 516: the 400 MiB chunk, free on stream 1, goes back first.
         reserve(&mut pool, &mut mapper, 100 * MIB);
@@ -1180,7 +1175,7 @@ mod tests {
             stream: StreamId::new(0),
             seq: 1,
         };
-        pool.free(a, vec![point]);
+        pool.free(a, smallvec::smallvec![point]);
         pool.reserve(
             150 * MIB,
             150 * MIB,
@@ -1203,13 +1198,13 @@ mod tests {
         let (mut pool, mut mapper) = pool();
         let a = reserve(&mut pool, &mut mapper, 64 * MIB);
         let b = reserve(&mut pool, &mut mapper, 3 * MIB);
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         let given = pool.release(&mut mapper, &mut HostOrdering);
         // b's chunk (16 MiB at the end) stays.
         assert_eq!(given, 64 * MIB);
         assert_eq!(pool.stats().chunks, 1);
         reserve(&mut pool, &mut mapper, 64 * MIB);
-        pool.free(b, Vec::new());
+        pool.free(b, StreamPoints::new());
         assert_eq!(pool.stats().allocations, 1);
     }
 
@@ -1232,7 +1227,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, IoError::OutOfMemory { .. }), "{error:?}");
         assert_eq!(pool.stats().allocations, 1);
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         // The first request's pages serve 16 MiB again; 20 MiB fits after a retry that
         // gives them back.
         reserve(&mut pool, &mut mapper, 20 * MIB);
@@ -1264,8 +1259,8 @@ mod tests {
             assert_eq!(pool.stats().bytes_reserved, 32 * MIB);
             let b = reserve(&mut pool, &mut mapper, 64 * MIB);
             assert!(mapper.granted.len() as u64 == 48);
-            pool.free(a, Vec::new());
-            pool.free(b, Vec::new());
+            pool.free(a, StreamPoints::new());
+            pool.free(b, StreamPoints::new());
             pool.release(&mut mapper, &mut HostOrdering);
             assert!(mapper.chunks.is_empty() && mapper.mapped.is_empty());
         }
@@ -1289,7 +1284,7 @@ mod tests {
                 live.push((slot, size, stream.value));
             } else {
                 let (slot, ..) = live.swap_remove(rng.usize(0..live.len()));
-                assert!(pool.free(slot, Vec::new()));
+                assert!(pool.free(slot, StreamPoints::new()));
             }
             if step % 500 == 499 {
                 pool.release(&mut mapper, &mut HostOrdering);
@@ -1328,7 +1323,7 @@ mod tests {
             }
         }
         for (slot, ..) in live.drain(..) {
-            pool.free(slot, Vec::new());
+            pool.free(slot, StreamPoints::new());
         }
         pool.release(&mut mapper, &mut HostOrdering);
         assert_eq!(mapper.chunks.len(), 0);

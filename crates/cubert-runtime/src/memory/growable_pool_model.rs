@@ -191,7 +191,7 @@ fn run_case(ops: &[Op]) -> Result<(), TestCaseError> {
     }
     // Everything freed and complete: a give-back returns every chunk.
     for live in std::mem::take(&mut model.live) {
-        pool.free(live.slot, Vec::new());
+        pool.free(live.slot, crate::memory::StreamPoints::new());
     }
     for stream in 0..STREAMS {
         ordering.complete(stream);

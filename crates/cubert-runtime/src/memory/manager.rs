@@ -32,7 +32,7 @@ use super::foreign::ForeignMemory;
 use super::growable_pool::GrowablePool;
 use super::id_map::IdMap;
 use super::mode::{ModeTable, PersistentMemory};
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoints};
 use super::paged_pool::PagedPool;
 use super::usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes, timed};
 use crate::backtrace::BackTrace;
@@ -239,7 +239,7 @@ pub struct MemoryManager<S: ComputeStorage> {
     foreign: IdMap<ForeignSlice>,
     /// Imported memory whose id was released, with the stream points of its last use: the
     /// backend gives it back once they are complete ([`Self::take_released_foreign`]).
-    released_foreign: Vec<(ForeignMemory, Vec<StreamPoint>)>,
+    released_foreign: Vec<(ForeignMemory, StreamPoints)>,
     /// Allocations whose handles were all dropped before their reservation ran (see
     /// [`Self::release_early`]).
     released_early: IdMap<()>,
@@ -557,7 +557,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
     /// Imported memory released since the last call, each with the stream points its last
     /// use may still be running at: drop each once they are complete (dropping runs its
     /// release callback).
-    pub fn take_released_foreign(&mut self) -> Vec<(ForeignMemory, Vec<StreamPoint>)> {
+    pub fn take_released_foreign(&mut self) -> Vec<(ForeignMemory, StreamPoints)> {
         std::mem::take(&mut self.released_foreign)
     }
 
@@ -751,7 +751,7 @@ impl<S: ComputeStorage> MemoryManager<S> {
             let taken = self.reserve_in(kind, rounded, size, stream, ordering, tick)?;
             (kind, taken)
         } else {
-            let cached_persistent = if size_match && self.persistent.free_blocks().0 > 0 {
+            let cached_persistent = if size_match && self.persistent.free_block_count() > 0 {
                 self.persistent
                     .reserve_cached(rounded, size, stream, ordering, tick)
             } else {
@@ -893,10 +893,38 @@ impl<S: ComputeStorage> MemoryManager<S> {
 
     /// Frees the slice bound to `id`. `points` say which stream work may still use it (empty
     /// when all queued work is complete). Returns `false` if `id` was not bound.
-    pub fn release(&mut self, id: MemoryId, points: Vec<StreamPoint>) -> bool {
-        let Some(slice) = self.slices.remove(&id) else {
-            return self.release_foreign(id, points);
-        };
+    pub fn release(&mut self, id: MemoryId, points: StreamPoints) -> bool {
+        self.release_with(id, |_| points)
+    }
+
+    /// Frees the slice bound to `id`, with the stream points `points` gives for it: it is
+    /// passed the stream the memory was reserved (or adopted) on and whether it is
+    /// page-mapped ([`Self::reserved_on`]'s answer), or `None` where `id` is bound to no
+    /// memory here (then nothing is freed). The backend learns both from the lookup that
+    /// frees the slice, one per release. Returns `false` if `id` was not bound.
+    pub fn release_with(
+        &mut self,
+        id: MemoryId,
+        points: impl FnOnce(Option<(StreamId, bool)>) -> StreamPoints,
+    ) -> bool {
+        if let Some(slice) = self.slices.remove(&id) {
+            let paged = matches!(slice.pool, PoolKind::Paged | PoolKind::Growable);
+            let points = points(Some((slice.stream, paged)));
+            return self.free_slice(slice, points);
+        }
+        if let Some(foreign) = self.foreign.remove(&id) {
+            let points = points(Some((foreign.stream, false)));
+            if let Some(memory) = self.storage.disown(foreign.storage) {
+                self.released_foreign.push((memory, points));
+            }
+            return true;
+        }
+        points(None);
+        false
+    }
+
+    /// Gives `slice`'s block back to its pool, reusable after `points`.
+    fn free_slice(&mut self, slice: Slice, points: StreamPoints) -> bool {
         if slice.pool == PoolKind::Paged {
             return self
                 .paged
@@ -913,18 +941,6 @@ impl<S: ComputeStorage> MemoryManager<S> {
         let tick = self.tick_ms;
         self.pool(slice.pool)
             .free(slice.taken.segment, slice.taken.offset, points, tick)
-    }
-
-    /// Releases imported memory `id`: the storage disowns it and it waits in
-    /// [`Self::take_released_foreign`] with its stream points.
-    fn release_foreign(&mut self, id: MemoryId, points: Vec<StreamPoint>) -> bool {
-        let Some(slice) = self.foreign.remove(&id) else {
-            return false;
-        };
-        if let Some(memory) = self.storage.disown(slice.storage) {
-            self.released_foreign.push((memory, points));
-        }
-        true
     }
 
     /// Notes that allocation `id`, not bound to memory yet, was released: its reservation
@@ -1341,9 +1357,9 @@ mod tests {
         assert_eq!(sb.storage.offset, 10 * MIB);
         assert_eq!(memory.reserved_on(a), Some((stream, true)), "page-mapped");
         assert_eq!(memory.storage.pages, 8, "16 MiB of 2 MiB pages");
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         assert_eq!(memory.reserved_on(a), None, "released");
-        memory.release(b, Vec::new());
+        memory.release(b, StreamPoints::new());
         // Idle for longer than `idle_release`: the sweep gives every free page back.
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(memory.release_idle(&mut HostOrdering), 16 * MIB);
@@ -1372,7 +1388,7 @@ mod tests {
             "a block pool's"
         );
         let first = memory.slice(a).unwrap().storage;
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         memory.reserve(b, 4096, stream, &mut HostOrdering).unwrap();
         assert_eq!(memory.slice(b).unwrap().storage, first);
         assert_eq!(memory.report().storage_allocations, 1);
@@ -1383,7 +1399,7 @@ mod tests {
         let mut memory = manager(None);
         let [early, other] = ids(2).try_into().unwrap();
         assert!(
-            !memory.release(early, Vec::new()),
+            !memory.release(early, StreamPoints::new()),
             "unknown ids free nothing"
         );
         memory.release_early(early);
@@ -1410,7 +1426,7 @@ mod tests {
             };
             let id = factory.mint(stream, 1).id();
             memory.reserve(id, size, stream, &mut HostOrdering).unwrap();
-            memory.release(id, Vec::new());
+            memory.release(id, StreamPoints::new());
         }
         let allocations = memory.report().storage_allocations;
         assert!(allocations <= 8, "{allocations} device allocations");
@@ -1433,7 +1449,7 @@ mod tests {
         }
         assert_eq!(memory.usage().number_allocs, 50);
         for id in all {
-            assert!(memory.release(id, Vec::new()));
+            assert!(memory.release(id, StreamPoints::new()));
         }
         memory.cleanup(&mut HostOrdering);
         assert_eq!(memory.usage(), MemoryUsage::default());
@@ -1463,12 +1479,12 @@ mod tests {
         memory
             .reserve(a, 16 * MIB, stream, &mut HostOrdering)
             .unwrap();
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         // 12 MiB needs a new segment (the cached 16 MiB block is reused instead: best fit).
         memory
             .reserve(b, 12 * MIB, stream, &mut HostOrdering)
             .unwrap();
-        memory.release(b, Vec::new());
+        memory.release(b, StreamPoints::new());
         // 20 MiB doesn't fit next to the cached 16 MiB: the cache is released and it retries.
         memory
             .reserve(c, 20 * MIB, stream, &mut HostOrdering)
@@ -1481,7 +1497,7 @@ mod tests {
             .reserve(d, 8 * MIB, stream, &mut HostOrdering)
             .unwrap_err();
         assert!(matches!(error, IoError::OutOfMemory { .. }), "{error}");
-        memory.release(c, Vec::new());
+        memory.release(c, StreamPoints::new());
         memory
             .reserve(d, 8 * MIB, stream, &mut HostOrdering)
             .unwrap();
@@ -1502,7 +1518,7 @@ mod tests {
         assert_eq!(report.pools[2].bytes_reserved, 3072);
         assert_eq!(report.pools[0].segments, 0);
         // A freed persistent block serves a later exact-size request in auto mode.
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         memory.reserve(b, 3000, stream, &mut HostOrdering).unwrap();
         assert_eq!(memory.report().pools[2].allocations, 1);
         assert_eq!(memory.report().storage_allocations, 1);
@@ -1528,7 +1544,7 @@ mod tests {
             .push(stream, MemoryAllocationMode::Persistent);
         memory.reserve(a, 3000, stream, &mut HostOrdering).unwrap();
         memory.modes().pop(stream);
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         memory.reserve(b, 3000, stream, &mut HostOrdering).unwrap();
         let report = memory.report();
         let pool = report
@@ -1593,7 +1609,7 @@ mod tests {
             "{error}"
         );
         // Once the allocation is gone the pools are laid out again, cache given back.
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         memory.install_options(reshaped, &mut HostOrdering).unwrap();
         assert_eq!(memory.usage().bytes_reserved, 0);
         let reshaped_auto = MemoryOptions {
@@ -1619,7 +1635,7 @@ mod tests {
             memory.resolve(a, 50, 51),
             Err(IoError::NotFound { .. })
         ));
-        memory.release(a, Vec::new());
+        memory.release(a, StreamPoints::new());
         assert!(matches!(
             memory.resolve(a, 0, 1),
             Err(IoError::NotFound { .. })

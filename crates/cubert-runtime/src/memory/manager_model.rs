@@ -206,7 +206,7 @@ fn run_case(options: MemoryOptions, ops: &[Op]) -> Result<(), TestCaseError> {
         })?;
     }
     for block in live {
-        memory.release(block.id, Vec::new());
+        memory.release(block.id, crate::memory::StreamPoints::new());
     }
     for stream in 0..STREAMS {
         ordering.complete(stream);

@@ -42,5 +42,5 @@ pub use foreign::ForeignMemory;
 pub use id_map::{FastMap, IdHasher, IdMap};
 pub use manager::{MemoryLimits, MemoryManager, MemoryOptions, SliceInfo};
 pub use mode::{MemoryAllocationMode, ModeTable, PersistentMemory};
-pub use ordering::{HostOrdering, StreamOrdering, StreamPoint};
+pub use ordering::{HostOrdering, StreamOrdering, StreamPoint, StreamPoints};
 pub use usage::{MemoryReport, MemoryUsage, PoolReport, format_bytes};

@@ -14,6 +14,13 @@
 //! with no points at all, and every block is reusable at once.
 
 use crate::stream::StreamId;
+use smallvec::SmallVec;
+
+/// The stream points a freed block waits for. A block is nearly always released with one
+/// point (the stream of its last use) or none; two merged neighbours have two at most on a
+/// single-stream program. They are kept inline: a free, the allocator's hottest path after
+/// the reservation, then allocates nothing.
+pub type StreamPoints = SmallVec<[StreamPoint; 2]>;
 
 /// "The work queued on `stream` up to submission number `seq`."
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -20,7 +20,7 @@
 //! Physical memory held (pages created × page size) therefore tracks live data closely:
 //! the waste is the rounding of each live allocation to whole pages.
 
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoint, StreamPoints};
 use crate::error::IoError;
 use crate::storage::{PageId, PageMapper, StorageId};
 use crate::stream::StreamId;
@@ -31,7 +31,7 @@ const ANY_STREAM: u64 = u64::MAX;
 
 enum BlockState {
     Used { requested: u64 },
-    Cached { points: Vec<StreamPoint> },
+    Cached { points: StreamPoints },
 }
 
 struct PagedBlock {
@@ -426,7 +426,7 @@ impl PagedPool {
     }
 
     /// Puts a used (or resizing) block back in the cache with `points`.
-    fn cache_again(&mut self, slot: u32, points: Vec<StreamPoint>) {
+    fn cache_again(&mut self, slot: u32, points: StreamPoints) {
         let Some(Some(block)) = self.blocks.get_mut(slot as usize) else {
             return;
         };
@@ -447,7 +447,7 @@ impl PagedPool {
 
     /// Frees block `slot`: it stays mapped and cached for reuse. Returns `false` if the slot
     /// holds no used block.
-    pub fn free(&mut self, slot: u32, points: Vec<StreamPoint>) -> bool {
+    pub fn free(&mut self, slot: u32, points: StreamPoints) -> bool {
         let page_size = self.page_size;
         let Some(Some(block)) = self.blocks.get_mut(slot as usize) else {
             return false;
@@ -573,7 +573,7 @@ mod tests {
             .reserve(5 * MIB, 5 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
         assert_eq!(rounded, 6 * MIB);
-        pool.free(slot, Vec::new());
+        pool.free(slot, StreamPoints::new());
         let pages_before = mapper.live_pages;
         let (again, _) = pool
             .reserve(6 * MIB, 6 * MIB, stream, &mut mapper, &mut HostOrdering)
@@ -589,7 +589,7 @@ mod tests {
         let (a, _) = pool
             .reserve(64 * MIB, 64 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         // 100 MiB: takes the 32 pages of the cached block and creates only 18 more.
         pool.reserve(100 * MIB, 100 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
@@ -609,7 +609,7 @@ mod tests {
             .reserve(8 * MIB, 8 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap_err();
         assert!(matches!(error, IoError::OutOfMemory { .. }));
-        pool.free(a, Vec::new());
+        pool.free(a, StreamPoints::new());
         pool.reserve(8 * MIB, 8 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
         assert_eq!(mapper.live_pages, 10);
@@ -625,8 +625,8 @@ mod tests {
         let (b, _) = pool
             .reserve(30 * MIB, 30 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
-        pool.free(a, Vec::new());
-        pool.free(b, Vec::new());
+        pool.free(a, StreamPoints::new());
+        pool.free(b, StreamPoints::new());
         pool.release(&mut mapper, &mut HostOrdering);
         assert_eq!((mapper.live_pages, mapper.live_ranges), (0, 0));
         assert_eq!(pool.stats(), PagedStats::default());
@@ -669,7 +669,7 @@ mod tests {
         let (slot, _) = pool
             .reserve(20 * MIB, 20 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
-        pool.free(slot, Vec::new());
+        pool.free(slot, StreamPoints::new());
         let calls = mapper.calls;
         let (again, rounded) = pool
             .reserve(14 * MIB, 13 * MIB, stream, &mut mapper, &mut HostOrdering)
@@ -691,7 +691,7 @@ mod tests {
         let (slot, _) = pool
             .reserve(12 * MIB, 12 * MIB, stream, &mut mapper, &mut HostOrdering)
             .unwrap();
-        pool.free(slot, Vec::new());
+        pool.free(slot, StreamPoints::new());
         let calls = mapper.calls;
         let (again, rounded) = pool
             .reserve(16 * MIB, 16 * MIB, stream, &mut mapper, &mut HostOrdering)
@@ -713,7 +713,7 @@ mod tests {
         let (slot, _) = pool
             .reserve(20 * MIB, 20 * MIB, stream, &mut mapper, &mut Pending)
             .unwrap();
-        pool.free(slot, vec![StreamPoint { stream, seq: 1 }]);
+        pool.free(slot, smallvec::smallvec![StreamPoint { stream, seq: 1 }]);
         let (other, _) = pool
             .reserve(14 * MIB, 14 * MIB, stream, &mut mapper, &mut Pending)
             .unwrap();
@@ -738,7 +738,7 @@ mod tests {
             if roll % 3 == 0 && !live.is_empty() {
                 let slot = live.swap_remove((next() % live.len() as u64) as usize);
                 let stream = StreamId::new(next() % 2);
-                assert!(pool.free(slot, vec![StreamPoint { stream, seq: 1 }]));
+                assert!(pool.free(slot, smallvec::smallvec![StreamPoint { stream, seq: 1 }]));
             } else {
                 let size = 1 + next() % (96 * MIB);
                 let stream = StreamId::new(next() % 2);
@@ -751,7 +751,7 @@ mod tests {
             check_consistent(&pool, &mapper);
         }
         for slot in live {
-            pool.free(slot, Vec::new());
+            pool.free(slot, StreamPoints::new());
         }
         pool.release(&mut mapper, &mut HostOrdering);
         assert_eq!((mapper.live_pages, mapper.live_ranges), (0, 0));
@@ -777,7 +777,7 @@ mod tests {
             .unwrap();
         pool.free(
             a,
-            vec![StreamPoint {
+            smallvec::smallvec![StreamPoint {
                 stream: a_stream,
                 seq: 1,
             }],

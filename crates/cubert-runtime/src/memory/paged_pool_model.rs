@@ -261,7 +261,7 @@ fn run_case(ops: &[Op]) -> Result<(), TestCaseError> {
         })?;
     }
     for block in live {
-        pool.free(block.slot, Vec::new());
+        pool.free(block.slot, crate::memory::StreamPoints::new());
     }
     for stream in 0..STREAMS {
         ordering.complete(stream);

@@ -2,7 +2,7 @@
 //! `growable_pool_model`): the generated steps, stream progress as a device reports it, and
 //! the model of freed memory whose reuse must wait for another stream's work.
 
-use super::ordering::{StreamOrdering, StreamPoint};
+use super::ordering::{StreamOrdering, StreamPoint, StreamPoints};
 use crate::stream::StreamId;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -135,9 +135,9 @@ impl ModelOrdering {
     }
 
     /// The last uses of the block `step` frees: new points, passed already where it says.
-    pub fn last_uses(&mut self, step: &FreeStep) -> Vec<StreamPoint> {
+    pub fn last_uses(&mut self, step: &FreeStep) -> StreamPoints {
         let streams = std::iter::once(step.user).chain(step.also.filter(|&also| also != step.user));
-        let points: Vec<StreamPoint> = streams.map(|stream| self.next_point(stream)).collect();
+        let points: StreamPoints = streams.map(|stream| self.next_point(stream)).collect();
         if step.done {
             for point in &points {
                 self.complete(point.stream.value);
