@@ -1334,6 +1334,38 @@ mod tests {
     }
 
     #[test]
+    fn a_release_asks_for_its_points_once_with_where_the_memory_was_reserved() {
+        let limits = MemoryLimits {
+            max_allocation: 1 << 30,
+            capacity: None,
+        };
+        let options = MemoryOptions::default();
+        let mut memory = MemoryManager::new(PagingStorage::default(), options, limits);
+        let stream = StreamId::new(3);
+        let [paged, small, unbound] = ids(3).try_into().unwrap();
+        memory
+            .reserve(paged, 10 * MIB, stream, &mut HostOrdering)
+            .unwrap();
+        memory
+            .reserve(small, 4096, stream, &mut HostOrdering)
+            .unwrap();
+        let mut told = Vec::new();
+        for id in [paged, small, unbound, paged] {
+            let freed = memory.release_with(id, |reserved| {
+                told.push(reserved);
+                StreamPoints::new()
+            });
+            assert_eq!(freed, told.last().is_some_and(Option::is_some), "{id}");
+        }
+        assert_eq!(
+            told,
+            vec![Some((stream, true)), Some((stream, false)), None, None],
+            "page-mapped, a block pool's, never bound, already released"
+        );
+        assert_eq!(memory.live_slices(), 0);
+    }
+
+    #[test]
     fn large_requests_grow_one_range_and_idle_pages_go_back_with_the_allocations_balanced() {
         let options = MemoryOptions {
             idle_release: Some(std::time::Duration::from_millis(20)),
