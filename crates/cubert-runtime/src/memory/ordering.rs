@@ -16,10 +16,10 @@
 use crate::stream::StreamId;
 use smallvec::SmallVec;
 
-/// The stream points a freed block waits for. A block is nearly always released with one
-/// point (the stream of its last use) or none; two merged neighbours have two at most on a
-/// single-stream program. They are kept inline: a free, the allocator's hottest path after
-/// the reservation, then allocates nothing.
+/// The stream points a freed block waits for: at most one per stream (merging free
+/// neighbours keeps each stream's later point), and nearly always one (the stream of its
+/// last use) or none. Up to two are kept inline, so a free, the allocator's hottest path
+/// after the reservation, allocates nothing.
 pub type StreamPoints = SmallVec<[StreamPoint; 2]>;
 
 /// "The work queued on `stream` up to submission number `seq`."
